@@ -1,0 +1,33 @@
+# Build options, compiler flags and sanitizers.
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
+endif()
+
+option(WIOLA_BUILD_TESTS "Build the GoogleTest suites" ON)
+option(WIOLA_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(WIOLA_WERROR "Treat warnings in wiola's own code as errors" OFF)
+set(WIOLA_CUDA "AUTO" CACHE STRING "Build the CUDA backend: AUTO (when nvcc is found), ON or OFF")
+set_property(CACHE WIOLA_CUDA PROPERTY STRINGS AUTO ON OFF)
+
+# Flags for wiola's own targets (not for third-party code).
+add_library(wiola_flags INTERFACE)
+target_compile_options(wiola_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wpedantic>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${WIOLA_WERROR}>>:-Werror>)
+target_compile_features(wiola_flags INTERFACE cxx_std_20)
+if(CMAKE_BUILD_TYPE STREQUAL "Release" OR CMAKE_BUILD_TYPE STREQUAL "RelWithDebInfo")
+  # -O3 lets GCC vectorise the elementwise kernels; no -ffast-math, the CPU
+  # backend is the exact reference.
+  target_compile_options(wiola_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-O3 -march=x86-64-v2>)
+endif()
+
+if(WIOLA_SANITIZE)
+  target_compile_options(wiola_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+  target_link_options(wiola_flags INTERFACE -fsanitize=address,undefined)
+endif()

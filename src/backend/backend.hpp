@@ -1,0 +1,198 @@
+#pragma once
+// The seam between model math and hardware. The model (src/model) composes a
+// Wiola layer out of these ops and never touches memory directly; a backend
+// implements each op's forward and backward for its device. The CPU backend is
+// the exact reference (fp32 and fp64); a CUDA backend implements the same list.
+//
+// Conventions for every op below:
+//  * Matrices are row-major views (core/tensor.hpp); "x [N, C]" means rows x cols.
+//    Views may be column slices of a wider buffer (ld > cols) unless stated.
+//  * All floating tensors of one call share one dtype; index tensors are I32 [n, 1].
+//  * Activation gradients ("dx") are written, or added when `accumulate` is true.
+//  * Parameter gradients ("dw", "dgamma", ...) are always added (+=), because they
+//    accumulate over micro-batches.
+//  * Linear layers store W as [out, in] and compute y = x · Wᵀ.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/tensor.hpp"
+
+namespace wiola {
+
+enum class SummaryMode : std::uint8_t { Causal, Sequence };
+
+// Shapes of one attention call. Q, O have `batch * seq` rows in blocks of `seq`
+// rows per sequence; K and V likewise. Rows past a sequence's valid count are
+// padding (written as zero, receive zero gradient).
+struct AttentionDims {
+  int batch = 0;
+  int seq = 0;        // rows per sequence block (the context length T)
+  int heads = 0;      // H query heads
+  int kv_heads = 0;   // Hkv key/value heads; query head h reads group h % kv_heads
+  int head_dim = 0;   // dh; scores are scaled by 1/sqrt(dh)
+};
+
+// Which keys each query row may see, so one kernel serves plain causal GCLA and
+// both ATM modes. Row indices inside a sequence block are 0-based.
+struct AttentionIndex {
+  Tensor n_queries;   // I32 [batch, 1]: valid query rows at the start of each block
+  Tensor key_prefix;  // I32 [batch*seq, 1]: query i sees key rows [0, key_prefix[i])
+  Tensor key_extra;   // I32 [batch*seq, 1]: ... and also key row key_extra[i] (-1: none)
+  Tensor ctx_row;     // I32 [batch*seq, 1]: absolute row of every context tensor for query i
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+  virtual void synchronize() {}
+
+  // ---- memory -------------------------------------------------------------
+  // Zero-filled, contiguous rows x cols tensor.
+  virtual Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) = 0;
+  virtual void fill(const Tensor& t, double value) = 0;
+  // dst = src (same shape and dtype; either may be strided).
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  // dst = src converted to dst's dtype (same shape).
+  virtual void convert(const Tensor& src, const Tensor& dst) = 0;
+  // Contiguous tensor <-> host bytes in the tensor's own dtype.
+  virtual void to_host(const Tensor& src, void* dst) = 0;
+  virtual void from_host(const void* src, const Tensor& dst) = 0;
+
+  // ---- elementwise and reductions ----------------------------------------
+  virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;  // out = a + b
+  virtual void axpy(double alpha, const Tensor& x, const Tensor& y) = 0;      // y += alpha * x
+  virtual void scale(const Tensor& x, double alpha) = 0;                      // x *= alpha
+  // Σ x² accumulated in double; NaN or Inf anywhere propagates into the result.
+  virtual double sum_squares(const Tensor& x) = 0;
+
+  // ---- linear: y = x·Wᵀ, x [N, in], W [out, in], y [N, out] ------------------
+  virtual void linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) = 0;
+  // dx = dy · W
+  virtual void linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
+                               bool accumulate) = 0;
+  // dw += dyᵀ · x
+  virtual void linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) = 0;
+
+  // ---- embedding: out[i] = table[tokens[i]] -------------------------------
+  // tokens I32 [N, 1] (already validated < V), table [V, d], out [N, d].
+  virtual void embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) = 0;
+  // dtable[tokens[i]] += dout[i]
+  virtual void embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) = 0;
+
+  // ---- WRMSNorm: z = x + δ, y = γ ⊙ z / sqrt(mean(z²) + eps) ---------------
+  // gamma, delta [1, d]; rstd [N, 1] receives 1/sqrt(mean(z²)+eps) for backward.
+  virtual void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
+                            const Tensor& y, const Tensor& rstd) = 0;
+  virtual void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
+                            const Tensor& rstd, const Tensor& dy, const Tensor& dx, bool accumulate,
+                            const Tensor& dgamma, const Tensor& ddelta) = 0;
+
+  // ---- SRPE (rotate-half pairs (j, j + dh/2) inside every head) ------------
+  // x, y [N, heads*head_dim] (y may be x); positions I32 [N, 1];
+  // cos_tab, sin_tab [P, head_dim/2] hold c = r·cos Θ and s = r·sin Θ per position.
+  // y_j = x_j c − x_{j+h} s ; y_{j+h} = x_j s + x_{j+h} c.
+  virtual void srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
+                        const Tensor& sin_tab, int head_dim, const Tensor& y) = 0;
+  // dx = R(p)ᵀ dy (written; dx may be dy).
+  virtual void srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
+                        const Tensor& sin_tab, int head_dim, const Tensor& dx) = 0;
+
+  // ---- GCLA attention core -------------------------------------------------
+  // Q [B*T, H*dh] (after SRPE), K, V [B*T, Hkv*dh] (K after SRPE).
+  // ctx_k[c], ctx_v[c] [R_c, Hkv*dh]: context keys/values from the c-th summary
+  // (oldest first); query i reads row ctx_row[i] of each. n_ctx = ctx_k.size() >= 1.
+  // phi [1, 1]: β = σ(φ).
+  //   O_self = softmax(Q_h K_gᵀ / √dh over visible keys) V_g
+  //   O_ctx  = softmax(Q_h · ctx_k[c]_g / √dh over c) · ctx_v[c]_g
+  //   O      = (1 − β) O_self + β O_ctx
+  // Saves O_self, O_ctx [B*T, H*dh] and the log-sum-exp of each softmax,
+  // lse_self, lse_ctx [B*T, H], for the backward pass.
+  virtual void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                             const Tensor& v, std::span<const Tensor> ctx_k,
+                             std::span<const Tensor> ctx_v, const Tensor& phi,
+                             const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
+                             const Tensor& o_ctx, const Tensor& lse_self,
+                             const Tensor& lse_ctx) = 0;
+  // Writes dq, dk, dv (same shapes as q, k, v) and dctx_k[c], dctx_v[c];
+  // adds into dphi.
+  virtual void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                             const Tensor& v, std::span<const Tensor> ctx_k,
+                             std::span<const Tensor> ctx_v, const Tensor& phi,
+                             const AttentionIndex& index, const Tensor& o_self,
+                             const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
+                             const Tensor& d_o, const Tensor& dq, const Tensor& dk,
+                             const Tensor& dv, std::span<const Tensor> dctx_k,
+                             std::span<const Tensor> dctx_v, const Tensor& dphi) = 0;
+
+  // ---- gates and activations (all [N, C], element by element) --------------
+  // y = σ(g) ⊙ x
+  virtual void sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) = 0;
+  virtual void sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy,
+                               const Tensor& dg, const Tensor& dx) = 0;
+  // y = SiLU(g) ⊙ u, SiLU(g) = g σ(g)
+  virtual void silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) = 0;
+  virtual void silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
+                            const Tensor& du) = 0;
+  // y = GELU(x), exact: x Φ(x) = x (1 + erf(x/√2)) / 2
+  virtual void gelu_fwd(const Tensor& x, const Tensor& y) = 0;
+  virtual void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) = 0;
+  // DSFF fusion: α = σ(logits), out = α ⊙ a + (1 − α) ⊙ b
+  virtual void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                          const Tensor& out) = 0;
+  virtual void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                          const Tensor& dout, const Tensor& dlogits, const Tensor& da,
+                          const Tensor& db) = 0;
+
+  // ---- GCLA layer summaries of x [B*T, d] ----------------------------------
+  // Causal:   s [B*T, d], s[b,t] = mean of x[b,0..t].
+  // Sequence: s [B, d],   s[b]   = mean of x[b,0..T-1].
+  virtual void summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
+                           const Tensor& s) = 0;
+  // dx += ∂s/∂x applied to ds.
+  virtual void summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,
+                           const Tensor& dx) = 0;
+
+  // ---- ATM row maps -----------------------------------------------------------
+  // rho [B*T, 1] (floating); rho[b,t] = cos(x[b,t], x[b,t+1]) for t < T−1
+  // (0 when either row is zero), rho[b,T−1] = −2.
+  virtual void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) = 0;
+  // dst[r] = mean of src rows {idx_a[r], idx_b[r]} leaving out −1 entries; a row
+  // with idx_a[r] = −1 is zero. Indices are absolute rows of src.
+  virtual void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
+                              const Tensor& dst) = 0;
+  // dsrc[idx] += ddst[r] / count(r)   (the adjoint of merge_rows_fwd)
+  virtual void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                              const Tensor& dsrc) = 0;
+
+  // ---- loss: mean-free cross-entropy per row --------------------------------
+  // logits [N, V], targets I32 [N, 1] (−1: ignored row). Writes loss[i] =
+  // lse_i − logits[i, target] (0 for ignored rows) and lse [N, 1], both in the
+  // logits' dtype but computed in at least fp32 with max-subtraction.
+  virtual void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
+                                 const Tensor& lse) = 0;
+  // dlogits = scale · (softmax(logits) − onehot(target)); 0 for ignored rows.
+  // dlogits may be logits (in place).
+  virtual void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                 double scale, const Tensor& dlogits) = 0;
+
+  // ---- optimizer ---------------------------------------------------------------
+  // One AdamW step on a contiguous range (param, grad, m, v share a shape):
+  //   g = grad · grad_scale; m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²
+  //   param −= lr · ( (m / (1−β1^step)) / (sqrt(v / (1−β2^step)) + eps) + wd · param )
+  // param, grad, m, v share shape and dtype (fp32 master state on every device;
+  // fp64 on the CPU when the whole model runs in fp64).
+  struct AdamW {
+    double lr, beta1, beta2, eps, weight_decay, grad_scale;
+    long step;  // 1-based
+  };
+  virtual void adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad,
+                          const Tensor& m, const Tensor& v) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace wiola

@@ -1,0 +1,91 @@
+#include "model/param_layout.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace wiola {
+
+std::string layer_param(int layer, const char* role) {
+  return "layers." + std::to_string(layer) + "." + role;
+}
+
+void ParamLayout::add(std::string name, std::int64_t rows, std::int64_t cols, bool decay,
+                      InitKind init, double value) {
+  ParamSpec p;
+  p.name = std::move(name);
+  p.rows = rows;
+  p.cols = cols;
+  p.offset = total_;
+  p.decay = decay;
+  p.init = init;
+  p.init_value = value;
+  total_ += rows * cols;
+  entries_.push_back(std::move(p));
+}
+
+ParamLayout::ParamLayout(const ModelConfig& c, const StageSpec& s) {
+  require(0 <= s.first_layer && s.first_layer <= s.end_layer && s.end_layer <= c.L,
+          "stage layers [", s.first_layer, ", ", s.end_layer, ") do not fit a model of ", c.L,
+          " layers");
+  const std::int64_t d = c.d, hd = std::int64_t(c.H) * c.head_dim(),
+                     kvd = std::int64_t(c.Hkv) * c.head_dim();
+  const double std_in = c.init_std, std_out = c.init_std / std::sqrt(2.0 * c.L);
+  const auto normal = InitKind::Normal;
+  const auto constant = InitKind::Constant;
+  if (s.embed || s.head) add("embed.weight", c.V, d, true, normal, std_in);
+  for (int l = s.first_layer; l < s.end_layer; ++l) {
+    auto n = [l](const char* role) { return layer_param(l, role); };
+    add(n("attn_norm.gamma"), 1, d, false, constant, 1.0);
+    add(n("attn_norm.delta"), 1, d, false, constant, 0.0);
+    add(n("attn.q_proj.weight"), hd, d, true, normal, std_in);
+    add(n("attn.k_proj.weight"), kvd, d, true, normal, std_in);
+    add(n("attn.v_proj.weight"), kvd, d, true, normal, std_in);
+    add(n("attn.ctx_k_proj.weight"), kvd, d, true, normal, std_in);
+    add(n("attn.ctx_v_proj.weight"), kvd, d, true, normal, std_in);
+    add(n("attn.gate_proj.weight"), hd, d, true, normal, std_in);
+    add(n("attn.o_proj.weight"), d, hd, true, normal, std_out);
+    add(n("attn.ctx_logit"), 1, 1, false, constant, -3.0);
+    add(n("ffn_norm.gamma"), 1, d, false, constant, 1.0);
+    add(n("ffn_norm.delta"), 1, d, false, constant, 0.0);
+    add(n("ffn.a_gate.weight"), c.dA, d, true, normal, std_in);
+    add(n("ffn.a_up.weight"), c.dA, d, true, normal, std_in);
+    add(n("ffn.a_down.weight"), d, c.dA, true, normal, std_out);
+    add(n("ffn.b_up.weight"), c.dB, d, true, normal, std_in);
+    add(n("ffn.b_down.weight"), d, c.dB, true, normal, std_out);
+    add(n("ffn.fuse.weight"), d, 2 * d, true, normal, std_in);
+  }
+  if (s.head) {
+    add("final_norm.gamma", 1, d, false, constant, 1.0);
+    add("final_norm.delta", 1, d, false, constant, 0.0);
+  }
+}
+
+bool ParamLayout::contains(const std::string& name) const {
+  for (const auto& e : entries_)
+    if (e.name == name) return true;
+  return false;
+}
+
+const ParamSpec& ParamLayout::find(const std::string& name) const {
+  for (const auto& e : entries_)
+    if (e.name == name) return e;
+  fail("parameter '", name, "' is not held by this stage");
+}
+
+void init_params_host(const ParamLayout& layout, std::uint64_t seed, std::vector<double>& host) {
+  host.assign(static_cast<std::size_t>(layout.total()), 0.0);
+  for (const auto& p : layout.entries()) {
+    double* out = host.data() + p.offset;
+    if (p.init == InitKind::Constant) {
+      for (std::int64_t i = 0; i < p.numel(); ++i) out[i] = p.init_value;
+      continue;
+    }
+    const std::uint64_t key = stream_key(seed, hash_name(p.name));
+    for (std::int64_t i = 0; i < p.numel(); ++i)
+      out[i] = p.init_value * normal(key, static_cast<std::uint64_t>(i));
+  }
+}
+
+}  // namespace wiola

@@ -1,0 +1,61 @@
+#pragma once
+// Where every parameter lives in a stage's flat buffer. A stage owns a
+// contiguous range of layers, plus the embedding (first stage) and the final
+// norm and tied head (last stage; it keeps its own copy of embed.weight).
+// Entries appear in canonical order, so the one-stage layout is the order of
+// SPEC.md and a pipeline stage's layout is a sub-sequence of it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+
+namespace wiola {
+
+struct StageSpec {
+  int first_layer = 0;  // layers [first_layer, end_layer)
+  int end_layer = 0;
+  bool embed = true;    // holds embed.weight for the input embedding
+  bool head = true;     // holds final_norm and embed.weight for the tied output head
+  static StageSpec whole(const ModelConfig& c) { return {0, c.L, true, true}; }
+  int num_layers() const { return end_layer - first_layer; }
+};
+
+enum class InitKind : std::uint8_t { Normal, Constant };
+
+struct ParamSpec {
+  std::string name;       // canonical name, e.g. "layers.3.attn.q_proj.weight"
+  std::int64_t rows = 0;  // [out, in] for matrices; [1, n] for vectors
+  std::int64_t cols = 0;
+  std::int64_t offset = 0;  // element offset in the flat buffer
+  bool decay = false;       // AdamW weight decay applies (matrices and the embedding)
+  InitKind init = InitKind::Normal;
+  double init_value = 0.0;  // std for Normal, value for Constant
+  std::int64_t numel() const { return rows * cols; }
+};
+
+class ParamLayout {
+ public:
+  ParamLayout() = default;
+  ParamLayout(const ModelConfig& c, const StageSpec& s);
+
+  const std::vector<ParamSpec>& entries() const { return entries_; }
+  std::int64_t total() const { return total_; }
+  bool contains(const std::string& name) const;
+  const ParamSpec& find(const std::string& name) const;  // throws naming the parameter
+
+ private:
+  void add(std::string name, std::int64_t rows, std::int64_t cols, bool decay, InitKind init,
+           double value);
+  std::vector<ParamSpec> entries_;
+  std::int64_t total_ = 0;
+};
+
+// Names of one layer's parameters, by role, so model code never spells strings.
+std::string layer_param(int layer, const char* role);  // ("attn.q_proj.weight") -> full name
+
+// Fills `host` (length layout.total()) with the initial values: each element a
+// pure function of (seed, parameter name, element index).
+void init_params_host(const ParamLayout& layout, std::uint64_t seed, std::vector<double>& host);
+
+}  // namespace wiola
