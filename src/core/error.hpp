@@ -29,6 +29,14 @@ template <class... Args>
   throw Error(detail::concat(std::forward<Args>(args)...));
 }
 
+// An error every rank of a job has seen (bad flags, a missing dataset, a
+// world size that does not fit): the tools report it once and exit cleanly
+// instead of aborting the whole job.
+class CollectiveError : public Error {
+ public:
+  explicit CollectiveError(const std::string& what) : Error(what) {}
+};
+
 template <class... Args>
 void require(bool ok, Args&&... args) {
   if (!ok) fail(std::forward<Args>(args)...);

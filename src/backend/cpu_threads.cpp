@@ -1,0 +1,16 @@
+#include "backend/cpu_threads.hpp"
+
+#include <cblas.h>
+#include <omp.h>
+
+namespace wiola {
+
+void set_cpu_threads(int threads) {
+  if (threads <= 0) return;
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+}
+
+int cpu_threads() { return omp_get_max_threads(); }
+
+}  // namespace wiola

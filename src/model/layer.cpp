@@ -1,0 +1,338 @@
+#include "model/layer.hpp"
+
+#include "core/error.hpp"
+
+namespace wiola {
+
+namespace {
+
+Tensor upload_i32(Backend& be, const std::vector<std::int32_t>& host) {
+  Tensor t = be.alloc(DType::I32, static_cast<std::int64_t>(host.size()), 1);
+  if (!host.empty()) be.from_host(host.data(), t);
+  return t;
+}
+
+LayerWeights views(const ParamStore& store, int layer, bool grads) {
+  auto get = [&](const char* role) {
+    const std::string name = layer_param(layer, role);
+    return grads ? store.grad(name) : store.param(name);
+  };
+  LayerWeights w;
+  w.attn_gamma = get("attn_norm.gamma");
+  w.attn_delta = get("attn_norm.delta");
+  w.wq = get("attn.q_proj.weight");
+  w.wk = get("attn.k_proj.weight");
+  w.wv = get("attn.v_proj.weight");
+  w.wck = get("attn.ctx_k_proj.weight");
+  w.wcv = get("attn.ctx_v_proj.weight");
+  w.wgate = get("attn.gate_proj.weight");
+  w.wo = get("attn.o_proj.weight");
+  w.phi = get("attn.ctx_logit");
+  w.ffn_gamma = get("ffn_norm.gamma");
+  w.ffn_delta = get("ffn_norm.delta");
+  w.a_gate = get("ffn.a_gate.weight");
+  w.a_up = get("ffn.a_up.weight");
+  w.a_down = get("ffn.a_down.weight");
+  w.b_up = get("ffn.b_up.weight");
+  w.b_down = get("ffn.b_down.weight");
+  w.fuse = get("ffn.fuse.weight");
+  return w;
+}
+
+}  // namespace
+
+LayerWeights LayerWeights::params(const ParamStore& store, int layer) {
+  return views(store, layer, false);
+}
+LayerWeights LayerWeights::grads(const ParamStore& store, int layer) {
+  return views(store, layer, true);
+}
+
+DevicePlan upload_plan(Backend& be, const TokenPlan& p) {
+  DevicePlan d;
+  d.kind = p.kind;
+  d.index.n_queries = upload_i32(be, p.n_queries);
+  d.index.key_prefix = upload_i32(be, p.key_prefix);
+  d.index.key_extra = upload_i32(be, p.key_extra);
+  d.index.ctx_row = upload_i32(be, p.ctx_row);
+  d.pos_q = upload_i32(be, p.pos_q);
+  d.pos_kv = p.pos_kv == p.pos_q ? d.pos_q : upload_i32(be, p.pos_kv);
+  if (p.kind != PlanKind::Plain) {
+    d.merge_a = upload_i32(be, p.merge_a);
+    d.merge_b = upload_i32(be, p.merge_b);
+  }
+  if (p.kind == PlanKind::Paper) d.unmerge = upload_i32(be, p.unmerge);
+  d.merged_tokens = p.merged_tokens;
+  return d;
+}
+
+DecoderLayer::DecoderLayer(const LayerShared& shared, int index, LayerWeights w,
+                           const ParamStore& grads)
+    : sh_(shared), be_(*shared.backend), c_(*shared.config), index_(index), w_(std::move(w)),
+      store_(&grads) {}
+
+Tensor DecoderLayer::alloc(std::int64_t rows, std::int64_t cols) const {
+  return be_.alloc(sh_.dtype, rows, cols);
+}
+
+TokenPlan DecoderLayer::atm_plan(const Tensor& xn, int batch, int seq) const {
+  Tensor rho = alloc(xn.rows(), 1);
+  be_.row_cosine_next(xn, batch, seq, rho);
+  const std::vector<double> host = to_host_f64(be_, rho);
+  std::vector<SequenceMerge> merges;
+  merges.reserve(batch);
+  for (int b = 0; b < batch; ++b)
+    merges.push_back(greedy_adjacent_merge(
+        std::span<const double>(host.data() + std::size_t(b) * seq, seq), c_.tau));
+  return c_.atm == AtmMode::Paper ? paper_plan(merges, seq, c_.summary)
+                                  : causal_plan(merges, seq, c_.summary);
+}
+
+Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
+                             std::shared_ptr<const DevicePlan> plan, int batch, int seq,
+                             LayerSaved& s) {
+  const std::int64_t N = x.rows();
+  const int d = c_.d;
+  require(N == std::int64_t(batch) * seq && x.cols() == d, "layer ", index_, ": input is ",
+          x.rows(), "x", x.cols(), ", expected ", std::int64_t(batch) * seq, "x", d);
+  s.batch = batch;
+  s.seq = seq;
+  s.x = x;
+  s.xn = alloc(N, d);
+  s.rstd1 = alloc(N, 1);
+  be_.wrmsnorm_fwd(x, w_.attn_gamma, w_.attn_delta, c_.eps, s.xn, s.rstd1);
+
+  // The plan is plain unless the caller handed us nothing: then ATM decides.
+  if (!plan) plan = std::make_shared<const DevicePlan>(upload_plan(be_, atm_plan(s.xn, batch, seq)));
+  s.plan = plan;
+
+  Tensor xq = s.xn, xkv = s.xn;
+  if (plan->kind != PlanKind::Plain) {
+    s.xm = alloc(N, d);
+    be_.merge_rows_fwd(s.xn, plan->merge_a, plan->merge_b, s.xm);
+    xkv = s.xm;
+    if (plan->kind == PlanKind::Paper) xq = s.xm;
+  }
+  Tensor a = attention_forward(xq, xkv, ctx, *plan, batch, seq, s);
+  if (plan->kind == PlanKind::Paper) {
+    // Copy each merged output back to every member of its group.
+    s.a_merged = a;
+    a = alloc(N, d);
+    Tensor none = be_.alloc(DType::I32, N, 1);
+    be_.fill(none, -1.0);
+    be_.merge_rows_fwd(s.a_merged, plan->unmerge, none, a);
+  }
+
+  s.xh = alloc(N, d);
+  be_.add(x, a, s.xh);
+  s.xn2 = alloc(N, d);
+  s.rstd2 = alloc(N, 1);
+  be_.wrmsnorm_fwd(s.xh, w_.ffn_gamma, w_.ffn_delta, c_.eps, s.xn2, s.rstd2);
+  Tensor f = dsff_forward(s.xn2, s);
+  Tensor out = alloc(N, d);
+  be_.add(s.xh, f, out);
+  return out;
+}
+
+Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
+                                       std::span<const Tensor> ctx, const DevicePlan& plan,
+                                       int batch, int seq, LayerSaved& s) {
+  const std::int64_t N = xq.rows();
+  const int dh = c_.head_dim();
+  const std::int64_t hd = std::int64_t(c_.H) * dh, kvd = std::int64_t(c_.Hkv) * dh;
+  require(!ctx.empty(), "layer ", index_, ": GCLA needs at least one context summary");
+
+  s.q = alloc(N, hd);
+  be_.linear_fwd(xq, w_.wq, s.q, false);
+  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, s.q);
+  s.k = alloc(N, kvd);
+  be_.linear_fwd(xkv, w_.wk, s.k, false);
+  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, s.k);
+  s.v = alloc(N, kvd);
+  be_.linear_fwd(xkv, w_.wv, s.v, false);
+  s.glog = alloc(N, hd);
+  be_.linear_fwd(xq, w_.wgate, s.glog, false);
+
+  s.ctx_k.clear();
+  s.ctx_v.clear();
+  for (const Tensor& summary : ctx) {
+    s.ctx_k.push_back(alloc(summary.rows(), kvd));
+    be_.linear_fwd(summary, w_.wck, s.ctx_k.back(), false);
+    s.ctx_v.push_back(alloc(summary.rows(), kvd));
+    be_.linear_fwd(summary, w_.wcv, s.ctx_v.back(), false);
+  }
+
+  const AttentionDims dims{batch, seq, c_.H, c_.Hkv, dh};
+  s.o = alloc(N, hd);
+  s.o_self = alloc(N, hd);
+  s.o_ctx = alloc(N, hd);
+  s.lse_self = alloc(N, c_.H);
+  s.lse_ctx = alloc(N, c_.H);
+  be_.attention_fwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o, s.o_self,
+                    s.o_ctx, s.lse_self, s.lse_ctx);
+
+  s.y = alloc(N, hd);
+  be_.sigmoid_mul_fwd(s.glog, s.o, s.y);
+  Tensor a = alloc(N, c_.d);
+  be_.linear_fwd(s.y, w_.wo, a, false);
+  return a;
+}
+
+Tensor DecoderLayer::dsff_forward(const Tensor& xn2, LayerSaved& s) {
+  const std::int64_t N = xn2.rows();
+  const int d = c_.d;
+  s.ga = alloc(N, c_.dA);
+  be_.linear_fwd(xn2, w_.a_gate, s.ga, false);
+  s.ua = alloc(N, c_.dA);
+  be_.linear_fwd(xn2, w_.a_up, s.ua, false);
+  s.ha = alloc(N, c_.dA);
+  be_.silu_mul_fwd(s.ga, s.ua, s.ha);
+  s.ub = alloc(N, c_.dB);
+  be_.linear_fwd(xn2, w_.b_up, s.ub, false);
+  s.hb = alloc(N, c_.dB);
+  be_.gelu_fwd(s.ub, s.hb);
+  // a and b live side by side so the fusion gate is one GEMM over [a; b].
+  s.ab = alloc(N, 2 * d);
+  const Tensor a = s.ab.cols_slice(0, d), b = s.ab.cols_slice(d, 2 * d);
+  be_.linear_fwd(s.ha, w_.a_down, a, false);
+  be_.linear_fwd(s.hb, w_.b_down, b, false);
+  s.fl = alloc(N, d);
+  be_.linear_fwd(s.ab, w_.fuse, s.fl, false);
+  Tensor out = alloc(N, d);
+  be_.fusion_fwd(s.fl, a, b, out);
+  return out;
+}
+
+Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
+                              std::span<const Tensor> dctx, LayerSaved& s) {
+  const std::int64_t N = dy.rows();
+  const int d = c_.d;
+  require(s.plan != nullptr, "layer ", index_, ": backward without a forward");
+  const DevicePlan& plan = *s.plan;
+  g_ = LayerWeights::grads(*store_, index_);
+
+  // Residual: dX½ = dX' + WRMSNorm'ᵀ(DSFF'ᵀ dX').
+  Tensor dxh = alloc(N, d);
+  be_.copy(dy, dxh);
+  Tensor dxn2 = dsff_backward(dy, s);
+  be_.wrmsnorm_bwd(s.xh, w_.ffn_gamma, w_.ffn_delta, s.rstd2, dxn2, dxh, true, g_.ffn_gamma,
+                   g_.ffn_delta);
+
+  // Attention branch: dA = dX½ (through the unmerge copy in paper mode).
+  Tensor da = dxh;
+  if (plan.kind == PlanKind::Paper) {
+    da = alloc(N, d);
+    Tensor none = be_.alloc(DType::I32, N, 1);
+    be_.fill(none, -1.0);
+    be_.merge_rows_bwd(dxh, plan.unmerge, none, da);
+  }
+  Tensor dxkv;
+  Tensor dxq = attention_backward(da, ctx, dctx, s, dxkv);
+  Tensor dxn;
+  switch (plan.kind) {
+    case PlanKind::Plain:
+      dxn = dxq;  // keys and values came from the same rows as queries
+      break;
+    case PlanKind::Paper:
+      dxn = alloc(N, d);
+      be_.merge_rows_bwd(dxq, plan.merge_a, plan.merge_b, dxn);
+      break;
+    case PlanKind::Causal:
+      dxn = dxq;
+      be_.merge_rows_bwd(dxkv, plan.merge_a, plan.merge_b, dxn);
+      break;
+  }
+  // dX = dX½ + WRMSNorm'ᵀ dX̃
+  be_.wrmsnorm_bwd(s.x, w_.attn_gamma, w_.attn_delta, s.rstd1, dxn, dxh, true, g_.attn_gamma,
+                   g_.attn_delta);
+  s = LayerSaved{};
+  g_ = LayerWeights{};
+  return dxh;
+}
+
+Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor> ctx,
+                                        std::span<const Tensor> dctx, LayerSaved& s,
+                                        Tensor& dxkv) {
+  const DevicePlan& plan = *s.plan;
+  const std::int64_t N = da.rows();
+  const int dh = c_.head_dim();
+  const std::int64_t hd = std::int64_t(c_.H) * dh, kvd = std::int64_t(c_.Hkv) * dh;
+  const Tensor& xq = plan.kind == PlanKind::Paper ? s.xm : s.xn;
+  const Tensor& xkv = plan.kind == PlanKind::Plain ? s.xn : s.xm;
+
+  Tensor dyv = alloc(N, hd);
+  be_.linear_bwd_data(da, w_.wo, dyv, false);
+  be_.linear_bwd_weight(da, s.y, g_.wo);
+  Tensor dglog = alloc(N, hd), d_o = alloc(N, hd);
+  be_.sigmoid_mul_bwd(s.glog, s.o, dyv, dglog, d_o);
+
+  Tensor dq = alloc(N, hd), dk = alloc(N, kvd), dv = alloc(N, kvd);
+  std::vector<Tensor> dck, dcv;
+  for (const Tensor& ck : s.ctx_k) {
+    dck.push_back(alloc(ck.rows(), kvd));
+    dcv.push_back(alloc(ck.rows(), kvd));
+  }
+  const AttentionDims dims{s.batch, s.seq, c_.H, c_.Hkv, dh};
+  be_.attention_bwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o_self, s.o_ctx,
+                    s.lse_self, s.lse_ctx, d_o, dq, dk, dv, dck, dcv, g_.phi);
+
+  // Context projections: gradients into the summaries and their weights.
+  for (std::size_t c = 0; c < ctx.size(); ++c) {
+    be_.linear_bwd_weight(dck[c], ctx[c], g_.wck);
+    be_.linear_bwd_weight(dcv[c], ctx[c], g_.wcv);
+    be_.linear_bwd_data(dck[c], w_.wck, dctx[c], true);
+    be_.linear_bwd_data(dcv[c], w_.wcv, dctx[c], true);
+  }
+
+  be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, dq);
+  be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, dk);
+
+  be_.linear_bwd_weight(dq, xq, g_.wq);
+  be_.linear_bwd_weight(dglog, xq, g_.wgate);
+  Tensor dxq = alloc(N, c_.d);
+  be_.linear_bwd_data(dq, w_.wq, dxq, false);
+  be_.linear_bwd_data(dglog, w_.wgate, dxq, true);
+
+  be_.linear_bwd_weight(dk, xkv, g_.wk);
+  be_.linear_bwd_weight(dv, xkv, g_.wv);
+  // Plain and paper read keys from the query rows: add straight into dxq.
+  const bool shared_rows = plan.kind != PlanKind::Causal;
+  Tensor target = shared_rows ? dxq : (dxkv = alloc(N, c_.d));
+  be_.linear_bwd_data(dk, w_.wk, target, shared_rows);
+  be_.linear_bwd_data(dv, w_.wv, target, true);
+  return dxq;
+}
+
+Tensor DecoderLayer::dsff_backward(const Tensor& dout, LayerSaved& s) {
+  const std::int64_t N = dout.rows();
+  const int d = c_.d;
+  const Tensor a = s.ab.cols_slice(0, d), b = s.ab.cols_slice(d, 2 * d);
+  Tensor dfl = alloc(N, d), dab = alloc(N, 2 * d);
+  const Tensor da = dab.cols_slice(0, d), db = dab.cols_slice(d, 2 * d);
+  be_.fusion_bwd(s.fl, a, b, dout, dfl, da, db);
+  be_.linear_bwd_weight(dfl, s.ab, g_.fuse);
+  be_.linear_bwd_data(dfl, w_.fuse, dab, true);
+
+  Tensor dha = alloc(N, c_.dA);
+  be_.linear_bwd_data(da, w_.a_down, dha, false);
+  be_.linear_bwd_weight(da, s.ha, g_.a_down);
+  Tensor dhb = alloc(N, c_.dB);
+  be_.linear_bwd_data(db, w_.b_down, dhb, false);
+  be_.linear_bwd_weight(db, s.hb, g_.b_down);
+
+  Tensor dub = alloc(N, c_.dB);
+  be_.gelu_bwd(s.ub, dhb, dub);
+  Tensor dga = alloc(N, c_.dA), dua = alloc(N, c_.dA);
+  be_.silu_mul_bwd(s.ga, s.ua, dha, dga, dua);
+
+  Tensor dxn2 = alloc(N, d);
+  be_.linear_bwd_data(dub, w_.b_up, dxn2, false);
+  be_.linear_bwd_weight(dub, s.xn2, g_.b_up);
+  be_.linear_bwd_data(dga, w_.a_gate, dxn2, true);
+  be_.linear_bwd_weight(dga, s.xn2, g_.a_gate);
+  be_.linear_bwd_data(dua, w_.a_up, dxn2, true);
+  be_.linear_bwd_weight(dua, s.xn2, g_.a_up);
+  return dxn2;
+}
+
+}  // namespace wiola

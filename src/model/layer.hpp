@@ -1,0 +1,94 @@
+#pragma once
+// One Wiola decoder layer, forward and backward, composed from backend ops:
+//   X̃ = WRMSNorm(X); A = GCLA(X̃, C) (ATM wraps it in training);
+//   X½ = X + A; X' = X½ + DSFF(WRMSNorm(X½)).
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "model/config.hpp"
+#include "model/param_store.hpp"
+#include "model/token_plan.hpp"
+
+namespace wiola {
+
+// Views of one layer's parameters (or of their gradients) in a ParamStore.
+struct LayerWeights {
+  Tensor attn_gamma, attn_delta, wq, wk, wv, wck, wcv, wgate, wo, phi;
+  Tensor ffn_gamma, ffn_delta, a_gate, a_up, a_down, b_up, b_down, fuse;
+  static LayerWeights params(const ParamStore& store, int layer);
+  static LayerWeights grads(const ParamStore& store, int layer);
+};
+
+// A TokenPlan uploaded to the backend.
+struct DevicePlan {
+  PlanKind kind = PlanKind::Plain;
+  AttentionIndex index;
+  Tensor pos_q, pos_kv, merge_a, merge_b, unmerge;
+  std::int64_t merged_tokens = 0;
+};
+DevicePlan upload_plan(Backend& be, const TokenPlan& plan);
+
+// What every layer shares: the backend, the model, the compute dtype and the
+// SRPE coefficient tables.
+struct LayerShared {
+  Backend* backend = nullptr;
+  const ModelConfig* config = nullptr;
+  DType dtype = DType::F32;
+  Tensor srpe_cos, srpe_sin;  // [T, dh/2]
+};
+
+// Activations one layer keeps between its forward and backward.
+struct LayerSaved {
+  std::shared_ptr<const DevicePlan> plan;
+  int batch = 0, seq = 0;
+  Tensor x, xn, rstd1;         // input, normalised input
+  Tensor xm;                   // merged rows (paper: GCLA input; causal: key/value source)
+  Tensor q, k, v, glog;        // projections (q, k after SRPE), gate logits
+  std::vector<Tensor> ctx_k, ctx_v;
+  Tensor o, o_self, o_ctx, lse_self, lse_ctx, y;
+  Tensor a_merged;             // paper: attention output in merged rows
+  Tensor xh, xn2, rstd2;       // X½ and its normalisation
+  Tensor ga, ua, ha, ub, hb, ab, fl;
+};
+
+class DecoderLayer {
+ public:
+  // Gradients are looked up in `grads` at every backward (the buffer may be
+  // released and re-allocated between steps).
+  DecoderLayer(const LayerShared& shared, int index, LayerWeights w, const ParamStore& grads);
+  int index() const { return index_; }
+
+  // x [B*T, d]; ctx: this layer's context summaries, oldest first. `plan` is
+  // the plain plan, or null in an ATM layer during training: the layer then
+  // builds its merge plan from the normalised input. Returns the layer output.
+  Tensor forward(const Tensor& x, std::span<const Tensor> ctx,
+                 std::shared_ptr<const DevicePlan> plan, int batch, int seq, LayerSaved& s);
+  // dy: gradient of the output. Returns dx; adds the gradient of each context
+  // summary into dctx[c] and parameter gradients into the grad store.
+  Tensor backward(const Tensor& dy, std::span<const Tensor> ctx, std::span<const Tensor> dctx,
+                  LayerSaved& s);
+
+  // ATM: the merge plan for this micro-batch from cosine similarities of the
+  // normalised input (no gradient flows through the decision).
+  TokenPlan atm_plan(const Tensor& xn, int batch, int seq) const;
+
+ private:
+  Tensor alloc(std::int64_t rows, std::int64_t cols) const;
+  Tensor attention_forward(const Tensor& xq, const Tensor& xkv, std::span<const Tensor> ctx,
+                           const DevicePlan& plan, int batch, int seq, LayerSaved& s);
+  Tensor attention_backward(const Tensor& da, std::span<const Tensor> ctx,
+                            std::span<const Tensor> dctx, LayerSaved& s, Tensor& dxkv);
+  Tensor dsff_forward(const Tensor& xn2, LayerSaved& s);
+  Tensor dsff_backward(const Tensor& dout, LayerSaved& s);
+
+  LayerShared sh_;
+  Backend& be_;
+  const ModelConfig& c_;
+  int index_;
+  LayerWeights w_, g_;
+  const ParamStore* store_;
+};
+
+}  // namespace wiola

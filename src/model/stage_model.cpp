@@ -1,0 +1,183 @@
+#include "model/stage_model.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "ops/srpe_table.hpp"
+
+namespace wiola {
+
+StageModel::StageModel(Backend& backend, const ModelConfig& config, const StageSpec& spec,
+                       DType dtype)
+    : backend_(backend), config_(config), spec_(spec), dtype_(dtype),
+      params_(backend, ParamLayout(config, spec), dtype) {
+  config_.validate();
+  require(spec.num_layers() >= 1, "a stage must hold at least one layer");
+  shared_.backend = &backend_;
+  shared_.config = &config_;
+  shared_.dtype = dtype_;
+  const int half = config_.head_dim() / 2;
+  std::vector<double> cos_tab, sin_tab;
+  srpe_coefficients(config_.T, config_.head_dim(), config_.theta0, config_.k_s, config_.a_s,
+                    config_.f_s, cos_tab, sin_tab);
+  shared_.srpe_cos = alloc(config_.T, half);
+  shared_.srpe_sin = alloc(config_.T, half);
+  from_host_f64(backend_, cos_tab, shared_.srpe_cos);
+  from_host_f64(backend_, sin_tab, shared_.srpe_sin);
+  for (int l = spec_.first_layer; l < spec_.end_layer; ++l)
+    layers_.emplace_back(shared_, l, LayerWeights::params(params_, l), params_);
+}
+
+Tensor StageModel::alloc(std::int64_t rows, std::int64_t cols) const {
+  return backend_.alloc(dtype_, rows, cols);
+}
+
+int StageModel::carry_count(int layer) const { return std::min(config_.Lambda - 1, layer); }
+
+int StageModel::summary_base() const {
+  return spec_.first_layer - carry_count(spec_.first_layer);
+}
+
+std::shared_ptr<const DevicePlan> StageModel::plain_plan_for(int batch, int seq) {
+  auto& slot = plain_plans_[{batch, seq}];
+  if (!slot)
+    slot = std::make_shared<const DevicePlan>(
+        upload_plan(backend_, plain_plan(batch, seq, config_.summary)));
+  return slot;
+}
+
+Tensor StageModel::summary_of(const Tensor& x, int batch, int seq) {
+  const std::int64_t rows = config_.summary == SummaryMode::Causal ? x.rows() : batch;
+  Tensor s = alloc(rows, config_.d);
+  backend_.summary_fwd(config_.summary, x, batch, seq, s);
+  return s;
+}
+
+StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved& saved) {
+  const int B = in.batch, T = in.seq, d = config_.d;
+  const std::int64_t N = std::int64_t(B) * T;
+  require(B > 0 && T > 0, "forward: empty micro-batch (", B, " x ", T, ")");
+  require(T <= config_.T, "forward: sequence length ", T, " exceeds the model context T = ",
+          config_.T);
+  saved = StageSaved{};
+  saved.batch = B;
+  saved.seq = T;
+
+  Tensor x;
+  if (spec_.embed) {
+    require(in.tokens.defined() && in.tokens.rows() == N, "forward: first stage needs ", N,
+            " tokens");
+    saved.tokens = in.tokens;
+    x = alloc(N, d);
+    backend_.embedding_fwd(in.tokens, params_.param("embed.weight"), x);
+  } else {
+    require(in.x.defined() && in.x.rows() == N && in.x.cols() == d,
+            "forward: stage input must be ", N, "x", d);
+    require(static_cast<int>(in.carry.size()) == carry_count(spec_.first_layer),
+            "forward: stage starting at layer ", spec_.first_layer, " needs ",
+            carry_count(spec_.first_layer), " carried summaries, got ", in.carry.size());
+    x = in.x;
+    saved.summaries = in.carry;
+  }
+
+  const int base = summary_base();
+  saved.layers.resize(layers_.size());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    DecoderLayer& layer = layers_[i];
+    const int l = layer.index();
+    saved.summaries.push_back(summary_of(x, B, T));  // s_l
+    const int ctx_first = std::max(base, l - config_.Lambda + 1);
+    std::span<const Tensor> ctx(saved.summaries.data() + (ctx_first - base), l - ctx_first + 1);
+    std::shared_ptr<const DevicePlan> plan;
+    if (!(training && config_.atm_layer(l))) plan = plain_plan_for(B, T);
+    x = layer.forward(x, ctx, plan, B, T, saved.layers[i]);
+    saved.merged_tokens += saved.layers[i].plan->merged_tokens;
+  }
+
+  StageOutput out;
+  if (spec_.head) {
+    saved.x_last = x;
+    saved.xf = alloc(N, d);
+    saved.rstd_f = alloc(N, 1);
+    backend_.wrmsnorm_fwd(x, params_.param("final_norm.gamma"), params_.param("final_norm.delta"),
+                          config_.eps, saved.xf, saved.rstd_f);
+    saved.logits = alloc(N, config_.V);
+    backend_.linear_fwd(saved.xf, params_.param("embed.weight"), saved.logits, false);
+    require(in.targets.defined() && in.targets.rows() == N, "forward: last stage needs ", N,
+            " targets");
+    saved.targets = in.targets;
+    Tensor loss = alloc(N, 1);
+    saved.lse = alloc(N, 1);
+    backend_.cross_entropy_fwd(saved.logits, in.targets, loss, saved.lse);
+    for (double v : to_host_f64(backend_, loss)) out.loss_sum += v;
+    std::vector<std::int32_t> targets(static_cast<std::size_t>(N));
+    backend_.to_host(in.targets, targets.data());
+    for (auto t : targets) out.loss_tokens += t >= 0;
+  } else {
+    out.x = x;
+    const int k = carry_count(spec_.end_layer);
+    out.carry.assign(saved.summaries.end() - k, saved.summaries.end());
+  }
+  saved.pending = true;
+  return out;
+}
+
+StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dcarry_out,
+                                double loss_scale, StageSaved& saved,
+                                const std::function<void(int)>& layer_done) {
+  require(saved.pending, "backward: no forward pending for this micro-batch");
+  const int B = saved.batch, T = saved.seq, d = config_.d;
+  const std::int64_t N = std::int64_t(B) * T;
+  const int base = summary_base();
+
+  // Gradient accumulators of every summary this stage touched.
+  std::vector<Tensor> ds;
+  for (const Tensor& s : saved.summaries) ds.push_back(alloc(s.rows(), s.cols()));
+
+  Tensor dx;
+  if (spec_.head) {
+    // The logits buffer becomes its own gradient.
+    backend_.cross_entropy_bwd(saved.logits, saved.targets, saved.lse, loss_scale, saved.logits);
+    const Tensor embed = params_.param("embed.weight");
+    backend_.linear_bwd_weight(saved.logits, saved.xf, params_.grad("embed.weight"));
+    Tensor dxf = alloc(N, d);
+    backend_.linear_bwd_data(saved.logits, embed, dxf, false);
+    dx = alloc(N, d);
+    backend_.wrmsnorm_bwd(saved.x_last, params_.param("final_norm.gamma"),
+                          params_.param("final_norm.delta"), saved.rstd_f, dxf, dx, false,
+                          params_.grad("final_norm.gamma"), params_.grad("final_norm.delta"));
+  } else {
+    require(dx_out.defined() && dx_out.rows() == N && dx_out.cols() == d,
+            "backward: output gradient must be ", N, "x", d);
+    const int k = carry_count(spec_.end_layer);
+    require(static_cast<int>(dcarry_out.size()) == k, "backward: expected ", k,
+            " carried summary gradients, got ", dcarry_out.size());
+    dx = alloc(N, d);
+    backend_.copy(dx_out, dx);
+    for (int j = 0; j < k; ++j) backend_.axpy(1.0, dcarry_out[j], ds[ds.size() - k + j]);
+  }
+
+  for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
+    DecoderLayer& layer = layers_[i];
+    const int l = layer.index();
+    const int ctx_first = std::max(base, l - config_.Lambda + 1);
+    const std::size_t off = ctx_first - base, n = l - ctx_first + 1;
+    dx = layer.backward(dx, std::span<const Tensor>(saved.summaries.data() + off, n),
+                        std::span<const Tensor>(ds.data() + off, n), saved.layers[i]);
+    // Every user of s_l (layers l .. l+Λ-1, and the next stage) is done now.
+    backend_.summary_bwd(config_.summary, ds[l - base], B, T, dx);
+    if (layer_done) layer_done(l);
+  }
+
+  StageGrads g;
+  if (spec_.embed) {
+    backend_.embedding_bwd(saved.tokens, dx, params_.grad("embed.weight"));
+  } else {
+    g.dx = dx;
+    g.dcarry.assign(ds.begin(), ds.begin() + (spec_.first_layer - base));
+  }
+  saved = StageSaved{};
+  return g;
+}
+
+}  // namespace wiola

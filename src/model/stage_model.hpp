@@ -1,0 +1,96 @@
+#pragma once
+// A pipeline stage of the Wiola model: a contiguous range of decoder layers,
+// plus the embedding on the first stage and final norm + tied head + loss on
+// the last. The one-process trainer runs a single stage holding everything.
+//
+// What crosses a stage boundary (docs/pipeline.md): the activation X_b and the
+// GCLA summaries later layers still need but cannot recompute — with Λ = 2,
+// the summary of X_{b-1} ("carry"). Backward returns the gradients of both.
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "model/config.hpp"
+#include "model/layer.hpp"
+#include "model/param_store.hpp"
+
+namespace wiola {
+
+// Inputs of one micro-batch of B sequences of T tokens.
+struct StageInput {
+  int batch = 0, seq = 0;
+  Tensor tokens;              // I32 [B*T, 1], first stage
+  Tensor targets;             // I32 [B*T, 1], last stage (-1: ignored)
+  Tensor x;                   // [B*T, d], other stages: X_{first_layer}
+  std::vector<Tensor> carry;  // other stages: summaries of X_j, j in [first_layer - k, first_layer)
+};
+
+struct StageOutput {
+  Tensor x;                   // X_{end_layer} (not on the last stage)
+  std::vector<Tensor> carry;  // summaries the next stage needs (not on the last stage)
+  double loss_sum = 0;        // last stage: Σ per-token cross-entropy
+  std::int64_t loss_tokens = 0;
+};
+
+struct StageGrads {
+  Tensor dx;                   // gradient of StageInput::x (not on the first stage)
+  std::vector<Tensor> dcarry;  // gradient of StageInput::carry
+};
+
+// Everything a micro-batch keeps from forward to backward on this stage.
+struct StageSaved {
+  int batch = 0, seq = 0;
+  Tensor tokens, targets;
+  std::vector<Tensor> summaries;  // s_j for j in [summary_base, end_layer)
+  std::vector<LayerSaved> layers;
+  Tensor x_last, xf, rstd_f, logits, lse;
+  bool pending = false;
+  std::int64_t merged_tokens = 0;  // Σ T' over the ATM layers (statistics)
+};
+
+class StageModel {
+ public:
+  StageModel(Backend& backend, const ModelConfig& config, const StageSpec& spec, DType dtype);
+
+  const ModelConfig& config() const { return config_; }
+  const StageSpec& spec() const { return spec_; }
+  ParamStore& params() { return params_; }
+  const ParamStore& params() const { return params_; }
+  Backend& backend() const { return backend_; }
+  DType dtype() const { return dtype_; }
+
+  // How many summaries cross into a stage whose first layer is `layer`.
+  int carry_count(int layer) const;
+
+  // Forward of one micro-batch. `training` turns ATM on in its layers.
+  StageOutput forward(const StageInput& in, bool training, StageSaved& saved);
+  // Backward of the micro-batch in `saved`. The last stage starts from
+  // loss_scale · Σ loss (pass dx/dcarry empty); other stages take the
+  // gradients of their outputs. Parameter gradients are added to params().grads().
+  // `layer_done(l)`, when set, runs right after layer l's parameter gradients
+  // are complete for this micro-batch (ZeRO-2 starts reducing them then).
+  StageGrads backward(const Tensor& dx_out, std::span<const Tensor> dcarry_out,
+                      double loss_scale, StageSaved& saved,
+                      const std::function<void(int)>& layer_done = {});
+
+ private:
+  std::shared_ptr<const DevicePlan> plain_plan_for(int batch, int seq);
+  Tensor alloc(std::int64_t rows, std::int64_t cols) const;
+  int summary_base() const;
+  Tensor summary_of(const Tensor& x, int batch, int seq);
+
+  Backend& backend_;
+  ModelConfig config_;
+  StageSpec spec_;
+  DType dtype_;
+  ParamStore params_;
+  LayerShared shared_;
+  std::vector<DecoderLayer> layers_;
+  std::map<std::pair<int, int>, std::shared_ptr<const DevicePlan>> plain_plans_;
+};
+
+}  // namespace wiola

@@ -1,0 +1,45 @@
+#pragma once
+// AdamW over a range of a stage's flat parameter buffer. Without ZeRO the
+// range is the whole buffer; with ZeRO each data-parallel rank owns one shard
+// of it and keeps moments (and, on devices with low-precision weights, the
+// fp32 master copy) only for that shard. Weight decay applies per parameter
+// as the layout says (matrices and the embedding; not γ, δ, φ).
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "model/param_layout.hpp"
+
+namespace wiola {
+
+struct AdamWConfig {
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
+};
+
+class AdamWOptimizer {
+ public:
+  // Owns moments for elements [begin, end) of the flat buffer described by layout.
+  AdamWOptimizer(Backend& backend, const ParamLayout& layout, DType dtype, std::int64_t begin,
+                 std::int64_t end, AdamWConfig config);
+
+  std::int64_t begin() const { return begin_; }
+  std::int64_t end() const { return end_; }
+  // params/grads: views of exactly [begin, end) (1 x (end-begin)).
+  void step(const Tensor& params, const Tensor& grads, double lr, double grad_scale, long step);
+
+  const Tensor& exp_avg() const { return m_; }
+  const Tensor& exp_avg_sq() const { return v_; }
+
+ private:
+  struct Segment {
+    std::int64_t offset, length;  // relative to begin
+    bool decay;
+  };
+  Backend& backend_;
+  AdamWConfig config_;
+  std::int64_t begin_, end_;
+  std::vector<Segment> segments_;  // runs of equal decay flag
+  Tensor m_, v_;
+};
+
+}  // namespace wiola

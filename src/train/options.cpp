@@ -1,0 +1,226 @@
+#include "train/options.hpp"
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+#ifndef WIOLA_EMBEDDED_TRAIN
+#define WIOLA_EMBEDDED_TRAIN "data/fortunes-train.h5"
+#endif
+#ifndef WIOLA_EMBEDDED_VAL
+#define WIOLA_EMBEDDED_VAL "data/fortunes-val.h5"
+#endif
+
+namespace po = boost::program_options;
+
+namespace wiola {
+
+std::string default_train_file() { return WIOLA_EMBEDDED_TRAIN; }
+std::string default_val_file() { return WIOLA_EMBEDDED_VAL; }
+
+std::int64_t TrainOptions::resolved_train_tokens() const {
+  const std::int64_t per_step = std::int64_t(global_batch) * model.T;
+  if (steps > 0) return steps * per_step;
+  if (train_tokens.empty()) fail("set --train-tokens (a number or 'chinchilla') or --steps");
+  if (train_tokens == "chinchilla") return 20 * param_count(model);
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(train_tokens, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used == train_tokens.size() && n > 0, "--train-tokens: '", train_tokens,
+          "' is neither a positive number nor 'chinchilla'");
+  return n;
+}
+
+std::int64_t TrainOptions::total_steps() const {
+  if (steps > 0) return steps;
+  const std::int64_t per_step = std::int64_t(global_batch) * model.T;
+  return (resolved_train_tokens() + per_step - 1) / per_step;
+}
+
+void TrainOptions::validate() const {
+  model.validate();
+  require(micro_batch > 0, "--micro-batch must be positive, got ", micro_batch);
+  require(global_batch > 0, "--global-batch must be positive, got ", global_batch);
+  require(pp >= 1, "--pp must be >= 1, got ", pp);
+  require(dp >= 1, "--dp must be >= 1, got ", dp);
+  require(global_batch % (dp * micro_batch) == 0, "--global-batch ", global_batch,
+          " must be a multiple of --dp × --micro-batch = ", dp, " × ", micro_batch, " = ",
+          dp * micro_batch);
+  require(lr >= 0 && min_lr >= 0 && min_lr <= lr, "--min-lr ", min_lr,
+          " must be in [0, --lr ", lr, "]");
+  require(warmup_frac >= 0 && warmup_frac <= 1, "--warmup-frac must be in [0, 1], got ",
+          warmup_frac);
+  require(clip >= 0, "--clip must be >= 0 (0 disables clipping), got ", clip);
+  require(adam.beta1 >= 0 && adam.beta1 < 1, "--beta1 must be in [0, 1)");
+  require(adam.beta2 >= 0 && adam.beta2 < 1, "--beta2 must be in [0, 1)");
+  require(adam.eps > 0, "--adam-eps must be positive");
+  require(adam.weight_decay >= 0, "--weight-decay must be >= 0");
+  require(log_interval > 0, "--log-interval must be positive");
+  require(eval_interval >= 0, "--eval-interval must be >= 0 (0 disables evaluation)");
+  require(eval_batches > 0, "--eval-batches must be positive");
+  require(zero >= 0 && zero <= 2, "--zero must be 0, 1 or 2, got ", zero);
+  require(schedule == "1f1b" || schedule == "gpipe", "--schedule must be 1f1b or gpipe, got '",
+          schedule, "'");
+  require(comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
+  require(dtype == DType::F32 || dtype == DType::F64, "--dtype must be fp32 or fp64 on the CPU");
+  require(!train_files.empty(), "--train-data: no training files");
+  total_steps();  // validates --train-tokens
+}
+
+namespace {
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::stringstream ss(item);
+    std::string part;
+    while (std::getline(ss, part, ','))
+      if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<TrainOptions> parse_train_options(int argc, const char* const* argv,
+                                                std::ostream& out) {
+  TrainOptions o;
+  std::string preset_name, dtype_name = "fp32", summary, atm, config_file;
+  std::vector<std::string> train_files, val_files;
+
+  po::options_description general("General");
+  general.add_options()
+      ("help,h", "print this help and exit")
+      ("config", po::value(&config_file), "INI-style file of `option = value` lines; the command line wins")
+      ("print-params", po::bool_switch(&o.print_params), "print the model's exact parameter count per component and exit");
+
+  po::options_description model("Model");
+  model.add_options()
+      ("preset", po::value(&preset_name)->default_value("wiola-mini"), "wiola-120m | wiola-360m | wiola-700m | wiola-1.5b | wiola-tiny | wiola-mini | wiola-small")
+      ("d", po::value<int>(), "hidden width (overrides the preset)")
+      ("layers", po::value<int>(), "number of layers L")
+      ("heads", po::value<int>(), "query heads H")
+      ("kv-heads", po::value<int>(), "key/value heads Hkv")
+      ("dsff-a", po::value<int>(), "DSFF narrow width dA")
+      ("dsff-b", po::value<int>(), "DSFF wide width dB")
+      ("vocab", po::value<int>(), "vocabulary size V (default: the dataset's)")
+      ("seq-len", po::value<int>(), "context length T")
+      ("theta0", po::value<double>(), "SRPE base theta")
+      ("k-s", po::value<double>(), "SRPE spiral divisor k_s")
+      ("a-s", po::value<double>(), "SRPE radial amplitude a_s")
+      ("f-s", po::value<double>(), "SRPE radial frequency f_s")
+      ("tau", po::value<double>(), "ATM merge threshold")
+      ("lambda", po::value<int>(), "GCLA lookback (summaries per context)")
+      ("norm-eps", po::value<double>(), "WRMSNorm epsilon")
+      ("summary", po::value(&summary), "GCLA summaries: causal (default) | sequence (paper-literal, leaks)")
+      ("atm", po::value(&atm), "token merging: causal (default) | paper (paper-literal, leaks) | off")
+      ("init-std", po::value<double>(), "std of the normal initialisation")
+      ("dtype", po::value(&dtype_name)->default_value("fp32"), "compute type on the CPU: fp32 | fp64")
+      ("seed", po::value(&o.seed)->default_value(1234), "seed of the initialisation and the sample order");
+
+  po::options_description data("Data");
+  data.add_options()
+      ("train-data", po::value(&train_files)->composing(), "training token files (repeat or comma-separate); default: the embedded dataset")
+      ("val-data", po::value(&val_files)->composing(), "validation token files; default: the embedded validation split");
+
+  po::options_description training("Training");
+  training.add_options()
+      ("micro-batch", po::value(&o.micro_batch)->default_value(4), "sequences per micro-batch")
+      ("global-batch", po::value(&o.global_batch)->default_value(16), "sequences per optimizer step (all data-parallel ranks)")
+      ("train-tokens", po::value(&o.train_tokens), "token budget: a number, or 'chinchilla' (20 × exact parameter count)")
+      ("steps", po::value(&o.steps)->default_value(0), "optimizer steps (overrides --train-tokens)")
+      ("lr", po::value(&o.lr)->default_value(3e-4), "peak learning rate")
+      ("min-lr", po::value(&o.min_lr)->default_value(0.0), "learning rate at the end of the cosine decay")
+      ("warmup-frac", po::value(&o.warmup_frac)->default_value(0.05), "fraction of steps of linear warm-up")
+      ("weight-decay", po::value(&o.adam.weight_decay)->default_value(0.1), "AdamW decoupled weight decay (matrices and embedding only)")
+      ("beta1", po::value(&o.adam.beta1)->default_value(0.9), "AdamW beta1")
+      ("beta2", po::value(&o.adam.beta2)->default_value(0.95), "AdamW beta2")
+      ("adam-eps", po::value(&o.adam.eps)->default_value(1e-8), "AdamW epsilon")
+      ("clip", po::value(&o.clip)->default_value(1.0), "global gradient-norm clip (0: off)")
+      ("threads", po::value(&o.threads)->default_value(0), "CPU threads per rank for OpenMP and BLAS (0: library default)");
+
+  po::options_description logging("Logging, evaluation and export");
+  logging.add_options()
+      ("log-interval", po::value(&o.log_interval)->default_value(10), "log every N steps")
+      ("eval-interval", po::value(&o.eval_interval)->default_value(100), "validation loss every M steps (0: never; always at the end)")
+      ("eval-batches", po::value(&o.eval_batches)->default_value(8), "micro-batches per validation")
+      ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)");
+
+  po::options_description parallel("Parallelism");
+  parallel.add_options()
+      ("pp", po::value(&o.pp)->default_value(1), "pipeline stages")
+      ("dp", po::value(&o.dp)->default_value(1), "data-parallel replicas (world size = pp × dp)")
+      ("schedule", po::value(&o.schedule)->default_value("1f1b"), "pipeline schedule: 1f1b | gpipe")
+      ("stage-layers", po::value(&o.stage_layers), "explicit layers per stage, e.g. 7,7,7,7 (default: cost model)")
+      ("zero", po::value(&o.zero)->default_value(0), "ZeRO stage: 0 | 1 (optimizer state sharded) | 2 (and gradients)")
+      ("comm-timeout", po::value(&o.comm_timeout)->default_value(300.0), "seconds a rank may wait on a peer before all ranks abort (0: forever)");
+
+  po::options_description all;
+  all.add(general).add(model).add(data).add(training).add(logging).add(parallel);
+
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, all), vm);
+    if (vm.count("help")) {
+      out << "Usage: wiola-train [options]\n\nTrains a Wiola model. Every option can also be set in "
+             "a --config file.\n"
+          << all << "\n";
+      return std::nullopt;
+    }
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      std::ifstream in(path);
+      require(in.good(), "--config: cannot read '", path, "'");
+      try {
+        po::store(po::parse_config_file(in, all), vm);
+      } catch (const po::error& e) {
+        fail("--config ", path, ": ", e.what());
+      }
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    fail(e.what());
+  }
+
+  o.model = preset(preset_name);
+  auto set_int = [&](const char* key, int& field) {
+    if (vm.count(key)) field = vm[key].as<int>();
+  };
+  auto set_double = [&](const char* key, double& field) {
+    if (vm.count(key)) field = vm[key].as<double>();
+  };
+  set_int("d", o.model.d);
+  set_int("layers", o.model.L);
+  set_int("heads", o.model.H);
+  set_int("kv-heads", o.model.Hkv);
+  set_int("dsff-a", o.model.dA);
+  set_int("dsff-b", o.model.dB);
+  set_int("vocab", o.model.V);
+  set_int("seq-len", o.model.T);
+  set_int("lambda", o.model.Lambda);
+  set_double("theta0", o.model.theta0);
+  set_double("k-s", o.model.k_s);
+  set_double("a-s", o.model.a_s);
+  set_double("f-s", o.model.f_s);
+  set_double("tau", o.model.tau);
+  set_double("norm-eps", o.model.eps);
+  set_double("init-std", o.model.init_std);
+  o.vocab_explicit = vm.count("vocab") > 0;
+  if (!summary.empty()) o.model.summary = parse_summary_mode(summary);
+  if (!atm.empty()) o.model.atm = parse_atm_mode(atm);
+  o.dtype = parse_dtype(dtype_name);
+  o.train_files = split_list(train_files);
+  o.val_files = split_list(val_files);
+  if (o.train_files.empty()) o.train_files = {default_train_file()};
+  if (o.val_files.empty() && !vm.count("train-data")) o.val_files = {default_val_file()};
+  return o;
+}
+
+}  // namespace wiola

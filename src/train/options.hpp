@@ -1,0 +1,69 @@
+#pragma once
+// Everything wiola-train can be told, from the command line or an INI-style
+// config file (`key = value`, the long option names, '#' comments); the
+// command line wins over the file. `--help` prints the options grouped.
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "model/config.hpp"
+#include "optim/adamw_optimizer.hpp"
+
+namespace wiola {
+
+struct TrainOptions {
+  // Model
+  ModelConfig model;
+  bool vocab_explicit = false;  // --vocab given: else the dataset's vocabulary is adopted
+  DType dtype = DType::F32;
+  std::uint64_t seed = 1234;
+
+  // Data
+  std::vector<std::string> train_files;
+  std::vector<std::string> val_files;
+
+  // Batch and budget
+  int micro_batch = 4;     // sequences per micro-batch
+  int global_batch = 16;   // sequences per optimizer step, over all data-parallel ranks
+  std::string train_tokens;  // "" | "<N>" | "chinchilla"
+  std::int64_t steps = 0;    // > 0 overrides train_tokens
+
+  // Optimizer and schedule
+  double lr = 3e-4, min_lr = 0.0, warmup_frac = 0.05, clip = 1.0;
+  AdamWConfig adam;
+
+  // Logging, evaluation, export
+  int log_interval = 10;
+  int eval_interval = 100;
+  int eval_batches = 8;
+  std::string export_weights;
+  bool print_params = false;
+  int threads = 0;  // 0: leave OpenMP/BLAS defaults
+
+  // Parallelism
+  int pp = 1, dp = 1;
+  std::string schedule = "1f1b";
+  int zero = 0;
+  std::string stage_layers;
+  double comm_timeout = 300.0;
+
+  std::int64_t resolved_train_tokens() const;  // from train_tokens / steps
+  std::int64_t total_steps() const;
+  int micro_batches_per_rank() const { return global_batch / (dp * micro_batch); }
+  void validate() const;  // cross-field checks, clear messages naming the flags
+};
+
+// Parses argv (and --config FILE). Returns nullopt when the program should exit
+// successfully right away (--help), after printing to `out`. Throws wiola::Error
+// for unknown options, malformed values and inconsistent settings.
+std::optional<TrainOptions> parse_train_options(int argc, const char* const* argv,
+                                                std::ostream& out);
+
+// The default training and validation files (the embedded dataset of this build).
+std::string default_train_file();
+std::string default_val_file();
+
+}  // namespace wiola

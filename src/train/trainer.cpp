@@ -1,0 +1,299 @@
+#include "train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "backend/cpu_threads.hpp"
+#include "comm/process_grid.hpp"
+#include "core/error.hpp"
+#include "io/weights_file.hpp"
+#include "model/flops.hpp"
+#include "model/param_report.hpp"
+#include "model/stage_model.hpp"
+#include "optim/lr_schedule.hpp"
+#include "partition/partition.hpp"
+#include "pipeline/schedule.hpp"
+#include "pipeline/stage_executor.hpp"
+#include "train/batch_feed.hpp"
+#include "train/zero_optimizer.hpp"
+
+namespace wiola {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string clock_text(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+// Forward-only list for evaluation: receive, forward, send, per micro-batch.
+std::vector<Action> forward_only(int stages, int stage, int microbatches) {
+  std::vector<Action> a;
+  for (int mb = 0; mb < microbatches; ++mb) {
+    if (stage > 0) a.push_back({ActionKind::RecvActivation, mb, 0});
+    a.push_back({ActionKind::Forward, mb, 0});
+    if (stage < stages - 1) a.push_back({ActionKind::SendActivation, mb, 0});
+  }
+  return a;
+}
+
+// The full parameters, collected on world rank 0 from each stage's first
+// data-parallel replica (for --export-weights).
+std::vector<NamedArray> gather_weights(StageModel& model, const comm::ProcessGrid& grid,
+                                       const std::vector<StageSpec>& specs,
+                                       comm::Communicator& world) {
+  std::vector<NamedArray> out;
+  const int tag = 7;
+  if (grid.world_rank != 0) {
+    if (grid.dp_index() == 0) {
+      const std::vector<double> flat = to_host_f64(model.backend(), model.params().params());
+      world.send(flat.data(), flat.size() * sizeof(double), 0, tag);
+    }
+    return out;
+  }
+  for (int s = 0; s < grid.pp; ++s) {
+    const ParamLayout layout(model.config(), specs[s]);
+    std::vector<double> flat;
+    if (s == 0) {
+      flat = to_host_f64(model.backend(), model.params().params());
+    } else {
+      flat.resize(static_cast<std::size_t>(layout.total()));
+      world.recv(flat.data(), flat.size() * sizeof(double), grid.rank_of(s, 0), tag);
+    }
+    for (const ParamSpec& p : layout.entries()) {
+      if (s > 0 && p.name == "embed.weight") continue;  // the tied copy
+      NamedArray a{p.name, p.rows, p.cols,
+                   std::vector<double>(flat.begin() + p.offset,
+                                       flat.begin() + p.offset + p.numel())};
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TrainSummary train(const TrainOptions& options, comm::Communicator& world,
+                   const std::string& host, std::ostream& log) {
+  TrainOptions opts = options;
+  const bool rank0 = world.rank() == 0;
+  auto say = [&](const std::string& s) {
+    if (rank0) log << s << std::flush;
+  };
+
+  // Everything that can be refused is checked before any work, and all ranks
+  // agree on the outcome before any collective, so bad input ends the job
+  // cleanly on every rank instead of leaving some waiting.
+  std::string local_error;
+  comm::ProcessGrid grid;
+  std::vector<StageSpec> specs;
+  try {
+    grid = comm::ProcessGrid::make(world.size(), opts.pp, opts.dp, world.rank());
+    set_cpu_threads(opts.threads);
+    const TokenDataset probe(opts.train_files, opts.model.T);
+    if (!opts.vocab_explicit) {
+      opts.model.V = probe.vocab_size();
+    } else {
+      require(opts.model.V >= probe.vocab_size(), "--vocab ", opts.model.V,
+              " is smaller than the vocabulary of ", opts.train_files.front(), " (",
+              probe.vocab_size(), ")");
+    }
+    if (!opts.val_files.empty()) {
+      const TokenDataset val(opts.val_files, opts.model.T);
+      require(val.vocab_size() <= opts.model.V, "--val-data: vocabulary ", val.vocab_size(),
+              " is larger than the model's V = ", opts.model.V);
+    }
+    opts.validate();
+    specs = opts.stage_layers.empty() ? partition_layers(opts.model, opts.pp)
+                                      : parse_stage_layers(opts.stage_layers, opts.model, opts.pp);
+  } catch (const Error& e) {
+    local_error = e.what();
+  }
+  const int failed = world.allreduce_value(local_error.empty() ? 0 : 1, comm::ReduceOp::Max);
+  if (failed) {
+    if (!local_error.empty()) throw CollectiveError(local_error);
+    throw CollectiveError("another rank refused the configuration (see its message)");
+  }
+
+  const pipeline::ScheduleKind kind = pipeline::parse_schedule_kind(opts.schedule);
+  const int m = opts.micro_batches_per_rank();
+  const std::int64_t total_steps = opts.total_steps();
+  const ModelConfig& cfg = opts.model;
+
+  comm::GridGroups groups = comm::make_groups(world, grid);
+  auto backend = make_cpu_backend();
+  StageModel model(*backend, cfg, specs[grid.stage()], opts.dtype);
+  model.params().init(opts.seed);
+  ZeroOptimizer opt(model, {&world, groups.data.get(), groups.embedding.get()}, opts.zero,
+                    opts.adam, !(grid.last_stage() && grid.pp > 1));
+  StageExecutor exec(model, groups.pipeline.get(), grid.stage(), grid.pp);
+
+  const bool has_data = grid.first_stage() || grid.last_stage();
+  std::unique_ptr<BatchFeed> train_feed, val_feed;
+  if (has_data) {
+    train_feed = std::make_unique<BatchFeed>(opts.train_files, cfg.T, opts.seed);
+    if (!opts.val_files.empty())
+      val_feed = std::make_unique<BatchFeed>(opts.val_files, cfg.T, /*seed=*/0);
+  }
+  const bool can_eval = !opts.val_files.empty();
+
+  if (rank0) {
+    std::ostringstream os;
+    os << "wiola-train: " << cfg.describe() << "\n"
+       << "  parameters " << param_count(cfg) << " (exact), training FLOPs/token "
+       << std::setprecision(4) << training_flops_per_token(cfg) << "\n"
+       << "  grid pp " << grid.pp << " x dp " << grid.dp << " on " << world.size()
+       << " ranks (rank 0 on " << host << "), schedule " << opts.schedule << ", zero "
+       << opts.zero << ", " << m << " micro-batches of " << opts.micro_batch
+       << " per replica per step\n"
+       << "  global batch " << opts.global_batch << " sequences = "
+       << std::int64_t(opts.global_batch) * cfg.T << " tokens; " << total_steps
+       << " steps = " << total_steps * opts.global_batch * cfg.T << " tokens\n";
+    for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
+    if (auto w = pipeline::bubble_warning(grid.pp, m)) os << "WARNING: " << *w << "\n";
+    os << describe_partition(cfg, specs);
+    log << os.str() << std::flush;
+  }
+
+  LrSchedule lr{opts.lr, opts.min_lr,
+                static_cast<std::int64_t>(std::llround(opts.warmup_frac * double(total_steps))),
+                total_steps};
+  const double loss_scale = 1.0 / (double(opts.global_batch) * cfg.T);
+  const std::int64_t share = opts.global_batch / opts.dp;
+
+  auto evaluate = [&]() {
+    const int per_replica = (opts.eval_batches + opts.dp - 1) / opts.dp;
+    StageExecutor::Hooks hooks;
+    hooks.batch = [&](int mb) {
+      const std::int64_t first =
+          (std::int64_t(mb) * opts.dp + grid.dp_index()) * opts.micro_batch;
+      return val_feed->samples(first, opts.micro_batch);
+    };
+    const auto res = exec.run(forward_only(grid.pp, grid.stage(), per_replica), 0,
+                              opts.micro_batch, cfg.T, false, 0.0, hooks);
+    double sums[2] = {res.loss_sum, double(res.loss_tokens)};
+    world.allreduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
+    return sums[0] / std::max(1.0, sums[1]);
+  };
+
+  TrainSummary summary;
+  StageTimes times;
+  const auto t_start = Clock::now();
+  auto t_window = t_start;
+  double window_loss = 0, window_tokens = 0;
+  int window_steps = 0;
+  int skipped = 0;
+  for (std::int64_t step = 1; step <= total_steps; ++step) {
+    model.params().zero_grads();
+    const std::vector<Action> actions = pipeline::make_schedule(kind, grid.pp, grid.stage(), m);
+    StageExecutor::Hooks hooks;
+    hooks.batch = [&](int mb) {
+      const std::int64_t first =
+          (step - 1) * opts.global_batch + grid.dp_index() * share + std::int64_t(mb) * opts.micro_batch;
+      return train_feed->samples(first, opts.micro_batch);
+    };
+    hooks.final_layer_grads = [&](int layer) { opt.on_layer_grads_final(layer); };
+    hooks.reduce_grads = [&]() { opt.reduce_grads(); };
+    ZeroOptimizer::StepInfo info;
+    hooks.optimizer_step = [&](const StageExecutor::Result& r) {
+      info = opt.step(lr.at(step), opts.clip, r.loss_sum, double(r.loss_tokens));
+    };
+    const StageExecutor::Result res = exec.run(actions, static_cast<int>(step), opts.micro_batch,
+                                               cfg.T, true, loss_scale, hooks);
+    times += res.times;
+    const double loss = info.loss_sum / std::max(1.0, info.loss_tokens);
+    if (info.skipped) {
+      ++skipped;
+      say("step " + std::to_string(step) + ": gradient norm is not finite; update skipped\n");
+      require(skipped < 5, "5 steps in a row had NaN/Inf gradients; stopping");
+    } else {
+      skipped = 0;
+    }
+    if (step == 1) summary.first_loss = loss;
+    summary.last_loss = loss;
+    summary.steps = step;
+    window_loss += loss;
+    window_tokens += double(opts.global_batch) * cfg.T;
+    ++window_steps;
+
+    const bool eval_now =
+        can_eval && ((opts.eval_interval > 0 && step % opts.eval_interval == 0) || step == total_steps);
+    if (step % opts.log_interval == 0 || step == total_steps || step == 1) {
+      const double dt = std::chrono::duration<double>(Clock::now() - t_window).count();
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t_start).count();
+      const double tps = window_tokens / std::max(dt, 1e-9);
+      const double eta = elapsed / double(step) * double(total_steps - step);
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "step %6lld/%lld | loss %.4f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
+                    "GFLOP/s %6.2f | elapsed %s | eta %s\n",
+                    static_cast<long long>(step), static_cast<long long>(total_steps),
+                    window_loss / window_steps, lr.at(step), info.grad_norm, tps,
+                    tps * training_flops_per_token(cfg) / 1e9, clock_text(elapsed).c_str(),
+                    clock_text(eta).c_str());
+      say(buf);
+      summary.tokens_per_second = tps;
+      t_window = Clock::now();
+      window_loss = window_tokens = 0;
+      window_steps = 0;
+    }
+    if (eval_now) {
+      summary.last_val_loss = evaluate();
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f\n",
+                    static_cast<long long>(step), summary.last_val_loss);
+      say(buf);
+    }
+  }
+
+  // Per-stage time split, averaged over each stage's replicas.
+  std::vector<double> mine{times.compute, times.wait, times.comm, times.optimizer, times.total};
+  std::vector<double> all(mine.size() * world.size(), 0.0);
+  std::vector<std::size_t> counts(world.size(), mine.size());
+  world.allgather(mine.data(), all.data(), counts, DType::F64);
+  if (rank0) {
+    std::ostringstream os;
+    os << "per-stage time over " << summary.steps
+       << " steps (seconds; bubble = waiting on peers / total):\n";
+    for (int s = 0; s < grid.pp; ++s) {
+      double acc[5] = {0, 0, 0, 0, 0};
+      for (int r = 0; r < grid.dp; ++r)
+        for (int k = 0; k < 5; ++k) acc[k] += all[grid.rank_of(s, r) * 5 + k] / grid.dp;
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "  stage %d layers [%d,%d): compute %.2f  wait %.2f  comm %.2f  optimizer "
+                    "%.2f  total %.2f  bubble %.1f%%\n",
+                    s, specs[s].first_layer, specs[s].end_layer, acc[0], acc[1], acc[2], acc[3],
+                    acc[4], 100.0 * acc[1] / std::max(acc[4], 1e-9));
+      os << buf;
+    }
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "  theory for %s with P=%d, m=%d: bubble %.1f%%\n",
+                  opts.schedule.c_str(), grid.pp, m, 100.0 * pipeline::theoretical_bubble(kind, grid.pp, m));
+    os << buf;
+    log << os.str() << std::flush;
+  }
+
+  if (!opts.export_weights.empty()) {
+    const std::vector<NamedArray> w = gather_weights(model, grid, specs, world);
+    if (rank0) {
+      write_weights_file(opts.export_weights, cfg, w, opts.dtype);
+      log << "exported weights to " << opts.export_weights << "\n";
+    }
+    world.barrier();
+  }
+  return summary;
+}
+
+}  // namespace wiola

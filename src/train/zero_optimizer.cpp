@@ -1,0 +1,174 @@
+#include "train/zero_optimizer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace wiola {
+
+ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stage,
+                             AdamWConfig adam, bool count_embedding_in_norm)
+    : model_(model), g_(groups), stage_(zero_stage), count_embedding_(count_embedding_in_norm) {
+  require(zero_stage >= 0 && zero_stage <= 2, "--zero must be 0, 1 or 2, got ", zero_stage);
+  require(g_.world != nullptr, "ZeroOptimizer needs the world communicator");
+  if (g_.data) {
+    dp_ = g_.data->size();
+    dp_rank_ = g_.data->rank();
+  }
+  const ParamLayout& layout = model.params().layout();
+  total_ = layout.total();
+  for (int r = 0; r <= dp_; ++r) shard_starts_.push_back(total_ * r / dp_);
+  shard_begin_ = shard_starts_[dp_rank_];
+  shard_end_ = shard_starts_[dp_rank_ + 1];
+
+  // Buckets: one per layer (a layer's parameters are contiguous), and each
+  // contiguous run of the others (embedding, final norm).
+  const StageSpec& spec = model.spec();
+  layer_buckets_.resize(spec.num_layers());
+  for (auto& b : layer_buckets_) b.begin = b.end = -1;
+  for (const ParamSpec& p : layout.entries()) {
+    if (p.name.rfind("layers.", 0) == 0) {
+      Bucket& b = layer_buckets_[std::stoi(p.name.substr(7)) - spec.first_layer];
+      if (b.begin < 0) b.begin = p.offset;
+      b.end = p.offset + p.numel();
+    } else if (!other_buckets_.empty() && other_buckets_.back().end == p.offset) {
+      other_buckets_.back().end = p.offset + p.numel();
+    } else {
+      other_buckets_.push_back({p.offset, p.offset + p.numel(), nullptr});
+    }
+  }
+
+  const std::int64_t opt_begin = stage_ == 0 ? 0 : shard_begin_;
+  const std::int64_t opt_end = stage_ == 0 ? total_ : shard_end_;
+  adam_ = std::make_unique<AdamWOptimizer>(model.backend(), layout, model.dtype(), opt_begin,
+                                           opt_end, adam);
+  if (stage_ >= 1)
+    shard_grads_ = model.backend().alloc(model.dtype(), 1, shard_end_ - shard_begin_);
+}
+
+ZeroOptimizer::~ZeroOptimizer() {
+  // Never leave a collective pending on the way out.
+  for (auto* list : {&layer_buckets_, &other_buckets_})
+    for (auto& b : *list)
+      if (b.pending) b.pending->wait();
+}
+
+std::vector<std::size_t> ZeroOptimizer::shard_counts(std::int64_t begin, std::int64_t end) const {
+  std::vector<std::size_t> counts(dp_);
+  for (int r = 0; r < dp_; ++r) {
+    const std::int64_t lo = std::max(begin, shard_starts_[r]);
+    const std::int64_t hi = std::min(end, shard_starts_[r + 1]);
+    counts[r] = hi > lo ? static_cast<std::size_t>(hi - lo) : 0;
+  }
+  return counts;
+}
+
+// Reduce-scatter one bucket of the full gradient into this rank's shard.
+void ZeroOptimizer::start_bucket(Bucket& b) {
+  const Tensor grads = model_.params().grads();
+  const std::size_t es = dtype_size(model_.dtype());
+  auto* send = static_cast<std::byte*>(grads.data()) + b.begin * es;
+  const std::int64_t lo = std::max(b.begin, shard_begin_);
+  auto* recv = static_cast<std::byte*>(shard_grads_.data()) +
+               std::max<std::int64_t>(0, lo - shard_begin_) * es;
+  b.pending = g_.data->ireduce_scatter(send, recv, shard_counts(b.begin, b.end), model_.dtype(),
+                                       comm::ReduceOp::Sum);
+}
+
+void ZeroOptimizer::on_layer_grads_final(int layer) {
+  if (stage_ < 2 || dp_ == 1) return;
+  start_bucket(layer_buckets_.at(layer - model_.spec().first_layer));
+  // MPI progresses non-blocking collectives only inside MPI calls: poke the
+  // pending ones so they advance while the backward continues.
+  for (auto& b : layer_buckets_)
+    if (b.pending) b.pending->test();
+}
+
+void ZeroOptimizer::reduce_grads() {
+  ParamStore& store = model_.params();
+  const Tensor grads = store.grads();
+  // The tied embedding: first and last stage hold copies; sum their gradients.
+  if (g_.embedding && g_.embedding->size() > 1 && store.has("embed.weight")) {
+    const Tensor e = store.grad("embed.weight");
+    g_.embedding->allreduce(e.data(), static_cast<std::size_t>(e.numel()), e.dtype(),
+                            comm::ReduceOp::Sum);
+  }
+  if (dp_ == 1) {
+    if (stage_ >= 1) model_.backend().copy(grads.range(shard_begin_, shard_end_ - shard_begin_),
+                                           shard_grads_);
+  } else if (stage_ == 0) {
+    g_.data->allreduce(grads.data(), static_cast<std::size_t>(grads.numel()), grads.dtype(),
+                       comm::ReduceOp::Sum);
+  } else if (stage_ == 1) {
+    const std::vector<std::size_t> counts = shard_counts(0, total_);
+    g_.data->reduce_scatter(grads.data(), shard_grads_.data(), counts, grads.dtype(),
+                            comm::ReduceOp::Sum);
+  } else {
+    for (auto& b : other_buckets_) start_bucket(b);
+    for (auto* list : {&layer_buckets_, &other_buckets_})
+      for (auto& b : *list) {
+        require(b.pending != nullptr, "ZeRO-2: a gradient bucket was never reduced");
+        b.pending->wait();
+        b.pending.reset();
+      }
+    store.release_grads();  // only the shard is kept from here to the next step
+  }
+  reduced_ = true;
+}
+
+double ZeroOptimizer::owned_sum_squares() {
+  // Count the elements of this rank's shard; the last stage leaves out its
+  // copy of the tied embedding so it is counted once (on the first stage).
+  Backend& be = model_.backend();
+  const ParamLayout& layout = model_.params().layout();
+  std::int64_t skip_begin = 0, skip_end = 0;
+  if (!count_embedding_ && layout.contains("embed.weight")) {
+    const ParamSpec& e = layout.find("embed.weight");
+    skip_begin = e.offset;
+    skip_end = e.offset + e.numel();
+  }
+  auto shard_view = [&](std::int64_t lo, std::int64_t hi) {
+    return stage_ >= 1 ? shard_grads_.range(lo - shard_begin_, hi - lo)
+                       : model_.params().grads().range(lo, hi - lo);
+  };
+  double sum = 0;
+  auto add_range = [&](std::int64_t lo, std::int64_t hi) {
+    if (hi > lo) sum += be.sum_squares(shard_view(lo, hi));
+  };
+  add_range(shard_begin_, std::min(shard_end_, std::max(shard_begin_, skip_begin)));
+  add_range(std::max(shard_begin_, std::min(shard_end_, skip_end)), shard_end_);
+  return sum;
+}
+
+ZeroOptimizer::StepInfo ZeroOptimizer::step(double lr, double clip, double local_loss_sum,
+                                            double local_loss_tokens) {
+  require(reduced_, "optimizer step before the gradient reduction");
+  reduced_ = false;
+  double totals[3] = {owned_sum_squares(), local_loss_sum, local_loss_tokens};
+  g_.world->allreduce(totals, 3, DType::F64, comm::ReduceOp::Sum);
+  StepInfo info;
+  info.grad_norm = std::sqrt(totals[0]);
+  info.loss_sum = totals[1];
+  info.loss_tokens = totals[2];
+  if (!std::isfinite(totals[0])) {
+    info.skipped = true;  // every rank sees the same sum: every rank skips
+    return info;
+  }
+  const double scale = clip > 0 && info.grad_norm > clip ? clip / (info.grad_norm + 1e-6) : 1.0;
+  ++updates_;
+  ParamStore& store = model_.params();
+  const std::int64_t b = adam_->begin(), n = adam_->end() - adam_->begin();
+  const Tensor params = store.params().range(b, n);
+  const Tensor grads = stage_ >= 1 ? shard_grads_ : store.grads().range(b, n);
+  adam_->step(params, grads, lr, scale, updates_);
+  if (stage_ >= 1 && dp_ > 1) {
+    const std::vector<std::size_t> counts = shard_counts(0, total_);
+    const std::size_t es = dtype_size(model_.dtype());
+    auto* all = static_cast<std::byte*>(store.params().data());
+    g_.data->allgather(all + shard_begin_ * es, all, counts, model_.dtype());
+  }
+  return info;
+}
+
+}  // namespace wiola

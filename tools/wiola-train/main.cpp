@@ -1,0 +1,40 @@
+// wiola-train: trains a Wiola model, on one process or as the ranks of an
+// mpirun/srun job (world size = --pp × --dp). See README.md for the options.
+#include <iostream>
+#include <sstream>
+
+#include "comm/mpi_communicator.hpp"
+#include "core/error.hpp"
+#include "model/param_report.hpp"
+#include "train/options.hpp"
+#include "train/trainer.hpp"
+
+int main(int argc, char** argv) {
+  wiola::comm::MpiRuntime mpi(&argc, &argv);
+  auto& world = mpi.world();
+  const bool rank0 = world.rank() == 0;
+  std::ostringstream quiet;
+  try {
+    // Options are parsed identically on every rank, so their errors are collective.
+    std::optional<wiola::TrainOptions> opts;
+    try {
+      opts = wiola::parse_train_options(argc, argv, rank0 ? std::cout : quiet);
+    } catch (const wiola::Error& e) {
+      throw wiola::CollectiveError(e.what());
+    }
+    if (!opts) return 0;
+    if (opts->print_params) {
+      if (rank0) std::cout << wiola::describe_param_counts(opts->model);
+      return 0;
+    }
+    world.set_timeout(opts->comm_timeout);
+    wiola::train(*opts, world, mpi.host(), std::cout);
+    return 0;
+  } catch (const wiola::CollectiveError& e) {
+    if (rank0) std::cerr << "wiola-train: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    // Seen by this rank alone: end every rank rather than leave them waiting.
+    world.abort(std::string("wiola-train: ") + e.what(), 3);
+  }
+}
