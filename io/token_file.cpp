@@ -1,0 +1,160 @@
+#include "io/token_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "core/error.hpp"
+
+namespace wiola {
+
+namespace {
+
+h5::Type token_type(int vocab_size) {
+  return vocab_size <= 65535 ? h5::Type::U16 : h5::Type::U32;
+}
+
+// Best effort: the data reaches the disk before the rename makes it visible.
+void sync_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void check_1d_integer(const h5::File& f, const char* name, std::int64_t expected,
+                      const char* attr) {
+  require(f.has_dataset(name), f.path(), ": dataset '", name, "' is missing");
+  const h5::Dataset ds = f.dataset(name);
+  const h5::Shape s = ds.shape();
+  require(s.size() == 1, f.path(), ": dataset '", name, "' must be 1-D, it has rank ", s.size());
+  require(ds.holds_integers(), f.path(), ": dataset '", name,
+          "' must hold integers");
+  require(s[0] == expected, f.path(), ": dataset '", name, "' has ", s[0],
+          " elements but attribute '", attr, "' says ", expected);
+}
+
+}  // namespace
+
+TokenFileHeader read_token_header(const h5::File& f) {
+  const std::string& p = f.path();
+  require(f.has_attr("format"), p, ": not a wiola token file (attribute 'format' is missing)");
+  const std::string format = f.read_attr_string("format");
+  require(format == kTokenFormat, p, ": not a wiola token file (attribute 'format' is '", format,
+          "', expected '", kTokenFormat, "')");
+  const std::int64_t version = f.read_attr_int("format_version");
+  require(version == kTokenFormatVersion, p, ": token-file format version ", version,
+          " is not supported (this build reads version ", kTokenFormatVersion, ")");
+  TokenFileHeader h;
+  const std::int64_t vocab = f.read_attr_int("vocab_size");
+  require(vocab > 0 && vocab <= (std::int64_t{1} << 31) - 1, p, ": vocab_size ", vocab,
+          " is out of range");
+  h.vocab_size = static_cast<int>(vocab);
+  const std::int64_t eod = f.read_attr_int("eod_id");
+  require(eod >= 0 && eod < vocab, p, ": eod_id ", eod, " is not below vocab_size ", vocab);
+  h.eod_id = static_cast<std::int32_t>(eod);
+  h.tokenizer = f.read_attr_string("tokenizer");
+  h.tokenizer_hash = f.read_attr_string("tokenizer_hash");
+  h.n_tokens = f.read_attr_int("n_tokens");
+  h.n_documents = f.read_attr_int("n_documents");
+  require(h.n_tokens >= 0 && h.n_documents >= 0, p, ": negative n_tokens or n_documents");
+  check_1d_integer(f, "tokens", h.n_tokens, "n_tokens");
+  check_1d_integer(f, "doc_offsets", h.n_documents, "n_documents");
+  return h;
+}
+
+TokenFileWriter::TokenFileWriter(std::string path, const Tokenizer& tokenizer)
+    : path_(std::move(path)), tmp_(path_ + ".tmp") {
+  header_.vocab_size = tokenizer.vocab_size();
+  header_.eod_id = tokenizer.eod_id();
+  header_.tokenizer = tokenizer.name();
+  header_.tokenizer_hash = tokenizer.hash();
+  require(header_.vocab_size > 0, path_, ": tokenizer '", header_.tokenizer,
+          "' has vocab_size ", header_.vocab_size);
+  require(header_.eod_id >= 0 && header_.eod_id < header_.vocab_size, path_,
+          ": tokenizer's eod_id ", header_.eod_id, " is not below vocab_size ",
+          header_.vocab_size);
+  file_ = h5::File::create(tmp_);
+  try {
+    tokens_ = file_.create_extendible("tokens", token_type(header_.vocab_size), kTokenChunk);
+    offsets_ = file_.create_extendible("doc_offsets", h5::Type::U64, kOffsetChunk);
+  } catch (...) {
+    // The destructor does not run for a constructor that throws.
+    tokens_ = {};
+    file_ = {};
+    std::error_code ec;
+    std::filesystem::remove(tmp_, ec);
+    throw;
+  }
+  token_buf_.reserve(static_cast<std::size_t>(2 * kTokenChunk));
+}
+
+TokenFileWriter::~TokenFileWriter() {
+  if (finished_) return;
+  tokens_ = {};
+  offsets_ = {};
+  file_ = {};
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);
+}
+
+void TokenFileWriter::add_document(std::span<const std::int32_t> ids) {
+  require(!finished_, path_, ": add_document after finish");
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int32_t id = ids[i];
+    require(id >= 0 && id < header_.vocab_size, path_, ": document ", n_docs_, ": token id ", id,
+            " at position ", i, " is outside [0, vocab_size ", header_.vocab_size, ")");
+    require(id != header_.eod_id, path_, ": document ", n_docs_, ": token id ", id,
+            " at position ", i, " is the end-of-document id");
+  }
+  offset_buf_.push_back(static_cast<std::uint64_t>(n_tokens_));
+  token_buf_.insert(token_buf_.end(), ids.begin(), ids.end());
+  token_buf_.push_back(static_cast<std::uint32_t>(header_.eod_id));
+  n_tokens_ += static_cast<std::int64_t>(ids.size()) + 1;
+  ++n_docs_;
+  flush(false);
+}
+
+// Writes whole chunks (all of the buffers when `all`), so every write but the
+// last fills chunks exactly.
+void TokenFileWriter::flush(bool all) {
+  const auto whole = [all](std::size_t n, std::int64_t chunk) {
+    return all ? n : n - n % static_cast<std::size_t>(chunk);
+  };
+  const std::size_t nt = whole(token_buf_.size(), kTokenChunk);
+  if (nt > 0) {
+    tokens_.append(std::span<const std::uint32_t>(token_buf_.data(), nt));
+    token_buf_.erase(token_buf_.begin(), token_buf_.begin() + static_cast<std::ptrdiff_t>(nt));
+  }
+  const std::size_t no = whole(offset_buf_.size(), kOffsetChunk);
+  if (no > 0) {
+    offsets_.append(std::span<const std::uint64_t>(offset_buf_.data(), no));
+    offset_buf_.erase(offset_buf_.begin(), offset_buf_.begin() + static_cast<std::ptrdiff_t>(no));
+  }
+}
+
+void TokenFileWriter::finish() {
+  require(!finished_, path_, ": finish called twice");
+  require(n_docs_ > 0, path_, ": no documents were added");
+  flush(true);
+  file_.write_attr_string("format", kTokenFormat);
+  file_.write_attr_int("format_version", kTokenFormatVersion);
+  file_.write_attr_int("vocab_size", header_.vocab_size);
+  file_.write_attr_string("tokenizer", header_.tokenizer);
+  file_.write_attr_string("tokenizer_hash", header_.tokenizer_hash);
+  file_.write_attr_int("eod_id", header_.eod_id);
+  file_.write_attr_int("n_tokens", n_tokens_);
+  file_.write_attr_int("n_documents", n_docs_);
+  tokens_ = {};
+  offsets_ = {};
+  file_.close();
+  sync_file(tmp_);
+  std::error_code ec;
+  std::filesystem::rename(tmp_, path_, ec);
+  require(!ec, path_, ": cannot rename ", tmp_, " onto it: ", ec.message());
+  finished_ = true;
+}
+
+}  // namespace wiola

@@ -1,0 +1,70 @@
+#pragma once
+// The token-file format (docs/data-format.md): dataset `tokens` (1-D, uint16
+// when vocab_size <= 65535, else uint32; chunked, uncompressed), dataset
+// `doc_offsets` (1-D uint64, where each document starts; each document ends
+// with the end-of-document id) and root attributes describing the tokenizer.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/h5.hpp"
+#include "io/tokenizer.hpp"
+
+namespace wiola {
+
+inline constexpr const char* kTokenFormat = "wiola-tokens";
+inline constexpr std::int64_t kTokenFormatVersion = 1;
+inline constexpr std::int64_t kTokenChunk = 64 * 1024;   // elements per `tokens` chunk
+inline constexpr std::int64_t kOffsetChunk = 8 * 1024;   // elements per `doc_offsets` chunk
+
+struct TokenFileHeader {
+  int vocab_size = 0;
+  std::int32_t eod_id = 0;
+  std::string tokenizer;
+  std::string tokenizer_hash;
+  std::int64_t n_tokens = 0;
+  std::int64_t n_documents = 0;
+};
+
+// Checks that `f` is a token file this build understands (format, version,
+// attributes, datasets and their lengths) and returns its header. Every error
+// names the file.
+TokenFileHeader read_token_header(const h5::File& f);
+
+// Writes a token file document by document. Everything goes to `path + ".tmp"`
+// and is renamed onto `path` only by finish(); a writer destroyed without
+// finish() (an exception, a crash in a caller) removes its temp file, so a
+// half-written file never replaces a good one.
+class TokenFileWriter {
+ public:
+  TokenFileWriter(std::string path, const Tokenizer& tokenizer);
+  TokenFileWriter(const TokenFileWriter&) = delete;
+  TokenFileWriter& operator=(const TokenFileWriter&) = delete;
+  ~TokenFileWriter();
+
+  // Appends one document and its end-of-document id. Ids must lie in
+  // [0, vocab_size) and must not be the end-of-document id itself; a rejected
+  // document leaves the file unchanged.
+  void add_document(std::span<const std::int32_t> ids);
+  // Flushes, writes the attributes and renames the temp file onto the target.
+  // Throws when no document was added.
+  void finish();
+
+  std::int64_t n_tokens() const { return n_tokens_; }
+  std::int64_t n_documents() const { return n_docs_; }
+  const std::string& temp_path() const { return tmp_; }
+
+ private:
+  void flush(bool all);
+  std::string path_, tmp_;
+  TokenFileHeader header_;
+  h5::File file_;
+  h5::Dataset tokens_, offsets_;
+  std::vector<std::uint32_t> token_buf_;
+  std::vector<std::uint64_t> offset_buf_;
+  std::int64_t n_tokens_ = 0, n_docs_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace wiola
