@@ -1,0 +1,153 @@
+// CpuBackend: memory and the elementwise ops; the factory.
+#include "backend/cpu/cpu_backend.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <utility>
+
+#include "backend/cpu/cpu_checks.hpp"
+#include "ops/elementwise.hpp"
+
+namespace wiola {
+
+using namespace cpu;
+
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+
+// Same dtype (any of fp32, fp64, i32) and same shape.
+void check_same(std::string_view op, const Tensor& src, const Tensor& dst) {
+  check_tensor(op, "src", src);
+  check_tensor(op, "dst", dst);
+  require(src.dtype() != DType::BF16 && dst.dtype() != DType::BF16, op,
+          ": bf16 is not supported by the CPU backend (use fp32 or fp64)");
+  check_shape(op, "dst", dst, src.rows(), src.cols());
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+Tensor CpuBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
+  require(dtype != DType::BF16,
+          "alloc: bf16 is not supported by the CPU backend (use fp32 or fp64)");
+  require(rows >= 0 && cols >= 0, "alloc: negative shape ", rows, "x", cols);
+  const std::size_t es = dtype_size(dtype);
+  require(cols == 0 || static_cast<std::uint64_t>(rows) <=
+                           std::numeric_limits<std::size_t>::max() / 2 / es / static_cast<std::uint64_t>(cols),
+          "alloc: ", rows, "x", cols, " ", dtype_name(dtype), " is too large");
+  // At least one aligned block, so an empty tensor still owns storage.
+  std::size_t bytes = static_cast<std::size_t>(rows * cols) * es;
+  bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (bytes == 0) bytes = kAlignment;
+  std::byte* p = nullptr;
+  try {
+    p = static_cast<std::byte*>(::operator new(bytes, std::align_val_t{kAlignment}));
+  } catch (const std::bad_alloc&) {
+    fail("alloc: out of memory allocating ", bytes, " bytes for a ", rows, "x", cols, " ",
+         dtype_name(dtype), " tensor");
+  }
+  std::memset(p, 0, bytes);
+  std::shared_ptr<std::byte> storage(
+      p, [](std::byte* q) { ::operator delete(q, std::align_val_t{kAlignment}); });
+  return Tensor(std::move(storage), p, dtype, Device::CPU, rows, cols, cols);
+}
+
+void CpuBackend::fill(const Tensor& t, double value) {
+  check_tensor("fill", "t", t);
+  if (t.dtype() == DType::I32) {
+    require(std::trunc(value) == value && value >= std::numeric_limits<std::int32_t>::min() &&
+                value <= std::numeric_limits<std::int32_t>::max(),
+            "fill: ", value, " is not an i32 value");
+    ops::fill(t.rows(), t.cols(), static_cast<std::int32_t>(value), t.ptr<std::int32_t>(), t.ld());
+    return;
+  }
+  dispatch(float_dtype("fill", "t", t), [&](auto zero) {
+    using T = decltype(zero);
+    ops::fill(t.rows(), t.cols(), static_cast<T>(value), t.ptr<T>(), t.ld());
+  });
+}
+
+void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
+  check_same("copy", src, dst);
+  require(src.dtype() == dst.dtype(), "copy: src is ", dtype_name(src.dtype()), " but dst is ",
+          dtype_name(dst.dtype()), " (use convert)");
+  const std::int64_t n = src.rows(), c = src.cols();
+  switch (src.dtype()) {
+    case DType::F32:
+      ops::convert(n, c, src.ptr<float>(), src.ld(), dst.ptr<float>(), dst.ld());
+      break;
+    case DType::F64:
+      ops::convert(n, c, src.ptr<double>(), src.ld(), dst.ptr<double>(), dst.ld());
+      break;
+    default:
+      ops::convert(n, c, src.ptr<std::int32_t>(), src.ld(), dst.ptr<std::int32_t>(), dst.ld());
+      break;
+  }
+}
+
+void CpuBackend::convert(const Tensor& src, const Tensor& dst) {
+  check_same("convert", src, dst);
+  if (src.dtype() == dst.dtype()) return copy(src, dst);
+  float_dtype("convert", "src", src);
+  float_dtype("convert", "dst", dst);
+  const std::int64_t n = src.rows(), c = src.cols();
+  if (src.dtype() == DType::F32)
+    ops::convert(n, c, src.ptr<float>(), src.ld(), dst.ptr<double>(), dst.ld());
+  else
+    ops::convert(n, c, src.ptr<double>(), src.ld(), dst.ptr<float>(), dst.ld());
+}
+
+void CpuBackend::to_host(const Tensor& src, void* dst) {
+  check_tensor("to_host", "src", src);
+  require(src.contiguous(), "to_host: src ", dims(src), " is a strided view (ld ", src.ld(),
+          "); copy it to a contiguous tensor first");
+  if (src.bytes() > 0) std::memcpy(dst, src.data(), src.bytes());
+}
+
+void CpuBackend::from_host(const void* src, const Tensor& dst) {
+  check_tensor("from_host", "dst", dst);
+  require(dst.contiguous(), "from_host: dst ", dims(dst), " is a strided view (ld ", dst.ld(),
+          ")");
+  if (dst.bytes() > 0) std::memcpy(dst.data(), src, dst.bytes());
+}
+
+void CpuBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const DType dt = float_dtype("add", "a", a);
+  check_float("add", "b", b, dt, a.rows(), a.cols());
+  check_float("add", "out", out, dt, a.rows(), a.cols());
+  dispatch(dt, [&](auto zero) {
+    using T = decltype(zero);
+    ops::add(a.rows(), a.cols(), a.ptr<T>(), a.ld(), b.ptr<T>(), b.ld(), out.ptr<T>(), out.ld());
+  });
+}
+
+void CpuBackend::axpy(double alpha, const Tensor& x, const Tensor& y) {
+  const DType dt = float_dtype("axpy", "x", x);
+  check_float("axpy", "y", y, dt, x.rows(), x.cols());
+  dispatch(dt, [&](auto zero) {
+    using T = decltype(zero);
+    ops::axpy(x.rows(), x.cols(), static_cast<T>(alpha), x.ptr<T>(), x.ld(), y.ptr<T>(), y.ld());
+  });
+}
+
+void CpuBackend::scale(const Tensor& x, double alpha) {
+  dispatch(float_dtype("scale", "x", x), [&](auto zero) {
+    using T = decltype(zero);
+    ops::scale(x.rows(), x.cols(), static_cast<T>(alpha), x.ptr<T>(), x.ld());
+  });
+}
+
+double CpuBackend::sum_squares(const Tensor& x) {
+  double result = 0.0;
+  dispatch(float_dtype("sum_squares", "x", x), [&](auto zero) {
+    using T = decltype(zero);
+    result = ops::sum_squares(x.rows(), x.cols(), x.ptr<T>(), x.ld());
+  });
+  return result;
+}
+
+}  // namespace wiola
