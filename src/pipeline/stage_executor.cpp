@@ -89,6 +89,7 @@ StageExecutor::Result StageExecutor::run(std::span<const Action> actions, int st
 
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
+    if (hooks.before_action) hooks.before_action(a);
     Slot& s = slots[a.microbatch];
     switch (a.kind) {
       case ActionKind::RecvActivation: {

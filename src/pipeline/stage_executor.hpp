@@ -38,6 +38,8 @@ class StageExecutor {
     std::function<void(const Result&)> optimizer_step;
     // Runs after layer l's gradients are final for the step (the last backward).
     std::function<void(int layer)> final_layer_grads;
+    // Runs before every action (tracing, fault injection in tests).
+    std::function<void(const Action&)> before_action;
   };
   struct Result {
     double loss_sum = 0;           // last stage

@@ -1,0 +1,120 @@
+#include "partition/partition.hpp"
+
+#include <charconv>
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace wiola {
+
+namespace {
+
+void check_pp(const ModelConfig& c, int pp) {
+  require(pp >= 1, "--pp must be at least 1, got ", pp);
+  require(pp <= c.L, "--pp ", pp, " is larger than the ", c.L,
+          " layers (every stage needs at least one layer)");
+}
+
+StageSpec range(int first, int end, int L) { return {first, end, first == 0, end == L}; }
+
+}  // namespace
+
+std::vector<StageSpec> partition_layers(const ModelConfig& c, int pp, const CostModel& m) {
+  check_pp(c, pp);
+  const int L = c.L;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // Compute cost of a stage holding [i, j) (independent of its index: the
+  // embedding and head go with i == 0 and j == L).
+  std::vector<std::vector<double>> cost(L + 1, std::vector<double>(L + 1, inf));
+  for (int i = 0; i < L; ++i)
+    for (int j = i + 1; j <= L; ++j)
+      cost[i][j] = stage_cost(c, range(i, j, L), 0, pp, m).train_flops_per_token;
+
+  // Pass 1: best[k][j] = smallest largest cost splitting layers [0, j) into k stages.
+  std::vector<std::vector<double>> best(pp + 1, std::vector<double>(L + 1, inf));
+  for (int j = 1; j <= L; ++j) best[1][j] = cost[0][j];
+  for (int k = 2; k <= pp; ++k)
+    for (int j = k; j <= L; ++j)
+      for (int i = k - 1; i < j; ++i)
+        best[k][j] = std::min(best[k][j], std::max(best[k - 1][i], cost[i][j]));
+  const double cap = best[pp][L] * (1 + 1e-12);
+
+  // Pass 2: among splits whose every stage costs <= the optimum, the smallest
+  // largest stage memory (memory depends on the stage index: in-flight count).
+  std::vector<std::vector<double>> mem(pp + 1, std::vector<double>(L + 1, inf));
+  std::vector<std::vector<int>> from(pp + 1, std::vector<int>(L + 1, -1));
+  for (int j = 1; j <= L; ++j)
+    if (cost[0][j] <= cap) mem[1][j] = stage_cost(c, range(0, j, L), 0, pp, m).memory_bytes();
+  for (int k = 2; k <= pp; ++k)
+    for (int j = k; j <= L; ++j)
+      for (int i = k - 1; i < j; ++i) {
+        if (mem[k - 1][i] == inf || cost[i][j] > cap) continue;
+        const double v =
+            std::max(mem[k - 1][i], stage_cost(c, range(i, j, L), k - 1, pp, m).memory_bytes());
+        if (v < mem[k][j]) {
+          mem[k][j] = v;
+          from[k][j] = i;
+        }
+      }
+  require(mem[pp][L] < inf, "partition: no split of ", L, " layers over ", pp,
+          " stages (internal error)");
+
+  std::vector<StageSpec> out(pp);
+  int end = L;
+  for (int k = pp; k >= 1; --k) {
+    const int first = k == 1 ? 0 : from[k][end];
+    out[k - 1] = range(first, end, L);
+    end = first;
+  }
+  return out;
+}
+
+std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp) {
+  check_pp(c, pp);
+  std::vector<int> counts;
+  std::size_t pos = 0;
+  for (int entry = 1;; ++entry) {
+    const std::size_t comma = spec.find(',', pos);
+    std::string item =
+        spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    require(!item.empty() && ec == std::errc() && ptr == item.data() + item.size(),
+            "--stage-layers '", spec, "': entry ", entry, " '", item, "' is not a whole number");
+    require(v > 0, "--stage-layers '", spec, "': entry ", entry, " is ", v,
+            "; every stage needs at least one layer");
+    counts.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  require(static_cast<int>(counts.size()) == pp, "--stage-layers '", spec, "' has ", counts.size(),
+          " entries but --pp is ", pp);
+  long long sum = 0;
+  for (int v : counts) sum += v;
+  require(sum == c.L, "--stage-layers '", spec, "' sums to ", sum, " layers but the model has ",
+          c.L);
+  std::vector<StageSpec> out;
+  int first = 0;
+  for (int v : counts) {
+    out.push_back(range(first, first + v, c.L));
+    first += v;
+  }
+  return out;
+}
+
+double partition_imbalance(const ModelConfig& c, const std::vector<StageSpec>& stages,
+                           const CostModel& m) {
+  require(!stages.empty(), "partition: no stages");
+  const int pp = static_cast<int>(stages.size());
+  double worst = 0, sum = 0;
+  for (int s = 0; s < pp; ++s) {
+    const double f = stage_cost(c, stages[s], s, pp, m).train_flops_per_token;
+    worst = std::max(worst, f);
+    sum += f;
+  }
+  return sum > 0 ? worst / (sum / pp) : 1.0;
+}
+
+}  // namespace wiola

@@ -1,0 +1,34 @@
+#pragma once
+// Layer-to-stage partition for pipeline parallelism: which contiguous layer
+// range each of the `pp` stages holds, chosen by a cost model, or given
+// explicitly ("--stage-layers 7,7,7,7").
+//
+// The cost model is in partition/cost_model.hpp.
+#include <string>
+#include <vector>
+
+#include "partition/cost_model.hpp"
+
+namespace wiola {
+
+// Contiguous ranges, each >= 1 layer, minimising the largest stage compute
+// cost (exact dynamic programme). Among optimal splits it takes the one with
+// the smallest largest stage memory; remaining ties are broken deterministically.
+// Throws when pp < 1 or pp > L.
+std::vector<StageSpec> partition_layers(const ModelConfig& c, int pp, const CostModel& m = {});
+
+// Explicit split, e.g. "7,7,7,7" for L = 28 and pp = 4. Throws when pp is
+// invalid, the entry count is not pp, an entry is not a positive integer, or
+// the entries do not sum to L.
+std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp);
+
+// Largest stage compute cost over the mean (1 = perfectly balanced).
+double partition_imbalance(const ModelConfig& c, const std::vector<StageSpec>& stages,
+                           const CostModel& m = {});
+
+// One line per stage: layers, embed/head, estimated GFLOP per token, parameter
+// count, memory estimate; then the imbalance.
+std::string describe_partition(const ModelConfig& c, const std::vector<StageSpec>& stages,
+                               const CostModel& m = {});
+
+}  // namespace wiola
