@@ -1,5 +1,5 @@
 #pragma once
-// The one FLOP formula of the project (docs/flops.md explains it). Every log
+// The one FLOP formula of the project (docs/models.md, "FLOPs"). Every log
 // line, benchmark, partition cost and MFU figure uses these functions.
 //
 // Counted: matrix products at 2 FLOPs per multiply-add, for the dense model

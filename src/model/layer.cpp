@@ -231,7 +231,7 @@ Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
   Tensor dxn;
   switch (plan.kind) {
     case PlanKind::Plain:
-      dxn = dxq;  // keys and values came from the same rows as queries
+      dxn = dxq;  // attention_backward already added the key/value path
       break;
     case PlanKind::Paper:
       dxn = alloc(N, d);
@@ -295,11 +295,18 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
 
   be_.linear_bwd_weight(dk, xkv, g_.wk);
   be_.linear_bwd_weight(dv, xkv, g_.wv);
-  // Plain and paper read keys from the query rows: add straight into dxq.
-  const bool shared_rows = plan.kind != PlanKind::Causal;
-  Tensor target = shared_rows ? dxq : (dxkv = alloc(N, c_.d));
-  be_.linear_bwd_data(dk, w_.wk, target, shared_rows);
-  be_.linear_bwd_data(dv, w_.wv, target, true);
+  if (plan.kind == PlanKind::Paper) {
+    // Keys and values came from the query rows: add straight into dxq.
+    be_.linear_bwd_data(dk, w_.wk, dxq, true);
+    be_.linear_bwd_data(dv, w_.wv, dxq, true);
+  } else {
+    // Plain: a separate sum added afterwards, so that causal ATM with nothing
+    // merged (which adds dxkv through merge_rows_bwd) matches it bit for bit.
+    dxkv = alloc(N, c_.d);
+    be_.linear_bwd_data(dk, w_.wk, dxkv, false);
+    be_.linear_bwd_data(dv, w_.wv, dxkv, true);
+    if (plan.kind == PlanKind::Plain) be_.axpy(1.0, dxkv, dxq);
+  }
   return dxq;
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -36,6 +37,20 @@ std::string clock_text(double seconds) {
     std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
   return buf;
 }
+
+// Test hook: WIOLA_FAULT_INJECT="rank=R,step=S" makes world rank R exit
+// abruptly (status 7, no MPI shutdown) at the first backward of step S, so
+// tests can check that the other ranks do not hang.
+struct FaultInjection {
+  int rank = -1;
+  long step = -1;
+  static FaultInjection from_env() {
+    FaultInjection f;
+    if (const char* v = std::getenv("WIOLA_FAULT_INJECT"))
+      if (std::sscanf(v, "rank=%d,step=%ld", &f.rank, &f.step) != 2) f = FaultInjection{};
+    return f;
+  }
+};
 
 // Forward-only list for evaluation: receive, forward, send, per micro-batch.
 std::vector<Action> forward_only(int stages, int stage, int microbatches) {
@@ -189,7 +204,9 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
 
   TrainSummary summary;
   StageTimes times;
+  const FaultInjection fault = FaultInjection::from_env();
   const auto t_start = Clock::now();
+  auto t_steady = t_start;
   auto t_window = t_start;
   double window_loss = 0, window_tokens = 0;
   int window_steps = 0;
@@ -204,6 +221,10 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
       return train_feed->samples(first, opts.micro_batch);
     };
     hooks.final_layer_grads = [&](int layer) { opt.on_layer_grads_final(layer); };
+    if (fault.rank == world.rank() && fault.step == step)
+      hooks.before_action = [](const Action& a) {
+        if (a.kind == ActionKind::Backward) std::_Exit(7);
+      };
     hooks.reduce_grads = [&]() { opt.reduce_grads(); };
     ZeroOptimizer::StepInfo info;
     hooks.optimizer_step = [&](const StageExecutor::Result& r) {
@@ -211,7 +232,8 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
     };
     const StageExecutor::Result res = exec.run(actions, static_cast<int>(step), opts.micro_batch,
                                                cfg.T, true, loss_scale, hooks);
-    times += res.times;
+    if (step == 1) t_steady = Clock::now();
+    else times += res.times;
     const double loss = info.loss_sum / std::max(1.0, info.loss_tokens);
     if (info.skipped) {
       ++skipped;
@@ -220,6 +242,7 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
     } else {
       skipped = 0;
     }
+    summary.losses.push_back(loss);
     if (step == 1) summary.first_loss = loss;
     summary.last_loss = loss;
     summary.steps = step;
@@ -243,7 +266,6 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
                     tps * training_flops_per_token(cfg) / 1e9, clock_text(elapsed).c_str(),
                     clock_text(eta).c_str());
       say(buf);
-      summary.tokens_per_second = tps;
       t_window = Clock::now();
       window_loss = window_tokens = 0;
       window_steps = 0;
@@ -257,30 +279,45 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
     }
   }
 
+  if (total_steps > 1)
+    summary.tokens_per_second =
+        double(total_steps - 1) * opts.global_batch * cfg.T /
+        std::chrono::duration<double>(Clock::now() - t_steady).count();
+
   // Per-stage time split, averaged over each stage's replicas.
   std::vector<double> mine{times.compute, times.wait, times.comm, times.optimizer, times.total};
   std::vector<double> all(mine.size() * world.size(), 0.0);
   std::vector<std::size_t> counts(world.size(), mine.size());
   world.allgather(mine.data(), all.data(), counts, DType::F64);
+  for (int s = 0; s < grid.pp; ++s) {
+    StageTimes st;
+    for (int r = 0; r < grid.dp; ++r) {
+      const double* v = &all[std::size_t(grid.rank_of(s, r)) * 5];
+      st += StageTimes{v[0] / grid.dp, v[1] / grid.dp, v[2] / grid.dp, v[3] / grid.dp,
+                       v[4] / grid.dp};
+    }
+    summary.stage_times.push_back(st);
+  }
   if (rank0) {
     std::ostringstream os;
-    os << "per-stage time over " << summary.steps
-       << " steps (seconds; bubble = waiting on peers / total):\n";
+    os << "per-stage time over steps 2.." << summary.steps
+       << " (seconds; bubble = waiting on peers / total):\n";
     for (int s = 0; s < grid.pp; ++s) {
-      double acc[5] = {0, 0, 0, 0, 0};
-      for (int r = 0; r < grid.dp; ++r)
-        for (int k = 0; k < 5; ++k) acc[k] += all[grid.rank_of(s, r) * 5 + k] / grid.dp;
+      const StageTimes& st = summary.stage_times[s];
       char buf[200];
       std::snprintf(buf, sizeof buf,
                     "  stage %d layers [%d,%d): compute %.2f  wait %.2f  comm %.2f  optimizer "
                     "%.2f  total %.2f  bubble %.1f%%\n",
-                    s, specs[s].first_layer, specs[s].end_layer, acc[0], acc[1], acc[2], acc[3],
-                    acc[4], 100.0 * acc[1] / std::max(acc[4], 1e-9));
+                    s, specs[s].first_layer, specs[s].end_layer, st.compute, st.wait, st.comm,
+                    st.optimizer, st.total, 100.0 * st.wait / std::max(st.total, 1e-9));
       os << buf;
     }
-    char buf[120];
-    std::snprintf(buf, sizeof buf, "  theory for %s with P=%d, m=%d: bubble %.1f%%\n",
-                  opts.schedule.c_str(), grid.pp, m, 100.0 * pipeline::theoretical_bubble(kind, grid.pp, m));
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "  theory for %s with P=%d, m=%d: bubble %.1f%%; throughput %.0f tokens/s\n",
+                  opts.schedule.c_str(), grid.pp, m,
+                  100.0 * pipeline::theoretical_bubble(kind, grid.pp, m),
+                  summary.tokens_per_second);
     os << buf;
     log << os.str() << std::flush;
   }

@@ -4,17 +4,24 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.hpp"
+#include "pipeline/stage_executor.hpp"
 #include "train/options.hpp"
 
 namespace wiola {
 
 struct TrainSummary {
   std::int64_t steps = 0;
+  std::vector<double> losses;  // mean training loss of every step
   double first_loss = 0, last_loss = 0;
   double last_val_loss = -1;
+  // Over steps 2..N (step 1 warms caches and allocators up), all ranks.
   double tokens_per_second = 0;
+  // Per stage, averaged over its data-parallel replicas, summed over steps
+  // 2..N (every rank receives them).
+  std::vector<StageTimes> stage_times;
 };
 
 // Runs the whole training described by `opts` on this rank. Rank 0 writes the

@@ -37,7 +37,7 @@ TEST(TokenPlan, MergeThenUnmergeRestoresEqualPairs) {
   // Rows that are equal within each pair survive merge + unmerge exactly.
   const std::vector<double> rho{1, 0, 1, 0, 0, -2};
   const SequenceMerge m = greedy_adjacent_merge(rho, 0.5);
-  const std::vector<double> x{3, 3, 7, 1, 1, 9};
+  const std::vector<double> x{3, 3, 7, 7, 1, 9};
   const TokenPlan p = paper_plan(std::vector<SequenceMerge>{m}, 6, SummaryMode::Causal);
   std::vector<double> xm(6);
   for (int r = 0; r < 6; ++r) xm[r] = merged(x, p.merge_a[r], p.merge_b[r])[0];

@@ -1,0 +1,118 @@
+// Distributed training equals one-process training.
+//   mpirun -np N wiola_test_equivalence --pp P --dp D [--zero Z] [--schedule S]
+//       [--summary M] [--atm A] [--stage-layers L] [--micro-batch B] --out DIR
+// Trains a tiny model for 3 steps on the PP x DP grid, then (on rank 0, alone)
+// the same run on one process, and compares every step's loss and every final
+// parameter: relative difference <= 1e-5 in fp32. Exit status 0 when equal.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "comm/mpi_communicator.hpp"
+#include "core/error.hpp"
+#include "io/weights_file.hpp"
+#include "train/trainer.hpp"
+
+using namespace wiola;
+
+namespace {
+
+double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 1e-30;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  comm::MpiRuntime mpi(&argc, &argv);
+  auto& world = mpi.world();
+  TrainOptions o;
+  o.model = preset("wiola-tiny");  // L = 5: boundaries fall after layer 0 and elsewhere
+  o.model.atm = AtmMode::Causal;
+  o.model.tau = 0.0;  // merges do happen
+  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+  o.micro_batch = 2;
+  o.global_batch = 8;
+  o.steps = 3;
+  o.lr = 1e-2;
+  o.warmup_frac = 0;
+  o.eval_interval = 0;
+  o.log_interval = 1;
+  o.comm_timeout = 120;
+  std::string out = ".";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--pp") o.pp = std::stoi(v);
+    else if (k == "--dp") o.dp = std::stoi(v);
+    else if (k == "--zero") o.zero = std::stoi(v);
+    else if (k == "--schedule") o.schedule = v;
+    else if (k == "--summary") o.model.summary = parse_summary_mode(v);
+    else if (k == "--atm") o.model.atm = parse_atm_mode(v);
+    else if (k == "--stage-layers") o.stage_layers = v;
+    else if (k == "--micro-batch") o.micro_batch = std::stoi(v);
+    else if (k == "--out") out = v;
+    else {
+      std::cerr << "unknown argument " << k << "\n";
+      return 2;
+    }
+  }
+  world.set_timeout(o.comm_timeout);
+  const std::string tag = "pp" + std::to_string(o.pp) + "_dp" + std::to_string(o.dp) + "_z" +
+                          std::to_string(o.zero) + "_" + o.schedule + "_" +
+                          std::string(summary_mode_name(o.model.summary)) + "_" +
+                          std::string(atm_mode_name(o.model.atm));
+  o.export_weights = out + "/equiv_" + tag + ".h5";
+
+  std::ostringstream log_dist, log_ref;
+  const TrainSummary dist = train(o, world, mpi.host(), log_dist);
+
+  // The reference: the same run on one process (world rank 0 alone).
+  auto self = world.split(world.rank(), 0, "self");
+  TrainSummary ref;
+  TrainOptions r = o;
+  r.pp = r.dp = 1;
+  r.zero = 0;
+  r.stage_layers.clear();
+  r.schedule = "1f1b";
+  r.export_weights = out + "/equiv_" + tag + "_reference.h5";
+  if (world.rank() == 0) ref = train(r, *self, mpi.host(), log_ref);
+
+  int status = 0;
+  if (world.rank() == 0) {
+    std::cout << log_dist.str();
+    double worst_loss = 0, worst_param = 0;
+    std::string worst_name;
+    for (std::size_t s = 0; s < ref.losses.size(); ++s) {
+      const double d = std::abs(dist.losses[s] - ref.losses[s]) / std::abs(ref.losses[s]);
+      std::printf("step %zu: loss %.7f (pp %d dp %d) vs %.7f (one process), rel %.2e\n", s + 1,
+                  dist.losses[s], o.pp, o.dp, ref.losses[s], d);
+      worst_loss = std::max(worst_loss, d);
+    }
+    const WeightsFile a = read_weights_file(o.export_weights), b = read_weights_file(r.export_weights);
+    for (std::size_t i = 0; i < b.arrays.size(); ++i) {
+      const double d = rel_diff(a.arrays[i].data, b.arrays[i].data);
+      if (d > worst_param) {
+        worst_param = d;
+        worst_name = b.arrays[i].name;
+      }
+    }
+    std::printf("%s: worst loss rel diff %.2e, worst parameter %s rel diff %.2e\n", tag.c_str(),
+                worst_loss, worst_name.c_str(), worst_param);
+    status = (ref.losses.size() == 3 && dist.losses.size() == 3 && worst_loss <= 1e-5 &&
+              worst_param <= 1e-5)
+                 ? 0
+                 : 1;
+    std::remove(o.export_weights.c_str());
+    std::remove(r.export_weights.c_str());
+  }
+  world.broadcast(&status, sizeof status, 0);
+  self.reset();
+  return status;
+}

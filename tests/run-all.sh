@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds in build-tests/
+# (Release, warnings as errors) and runs every test with CTest, then builds
+# the op and model suites with AddressSanitizer + UndefinedBehaviorSanitizer
+# in build-asan/ and runs them again there.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc)
+"$root/tools/install-deps.sh"
+
+build=${WIOLA_TEST_BUILD_DIR:-$root/build-tests}
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWIOLA_WERROR=ON >/dev/null
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs"
+
+asan=${WIOLA_ASAN_BUILD_DIR:-$root/build-asan}
+cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIOLA_SANITIZE=ON -DWIOLA_WERROR=ON >/dev/null
+cmake --build "$asan" -j "$jobs" --target wiola_test_ops wiola_test_model wiola_test_io
+ctest --test-dir "$asan" --output-on-failure -j "$jobs" -L "^wiola_test_(ops|model|io)$"

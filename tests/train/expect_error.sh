@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# expect_error.sh REGEX COMMAND...: passes when COMMAND exits non-zero (but was
+# not killed by a signal) and its stderr matches REGEX.
+regex=$1
+shift
+err=$("$@" 2>&1 >/dev/null)
+rc=$?
+if [ $rc -eq 0 ]; then
+  echo "expected a non-zero exit, got 0; stderr:"; echo "$err"; exit 1
+fi
+if [ $rc -ge 128 ]; then
+  echo "killed by signal $((rc - 128)); stderr:"; echo "$err"; exit 1
+fi
+if ! grep -Eq -- "$regex" <<<"$err"; then
+  echo "stderr does not match /$regex/:"; echo "$err"; exit 1
+fi
+echo "exit $rc: $(head -n 1 <<<"$err")"

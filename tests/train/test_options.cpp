@@ -1,0 +1,104 @@
+// wiola-train's options: presets with overrides, the config file, the
+// command line winning over it, and the derived budget.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "train/options.hpp"
+
+namespace wiola {
+namespace {
+
+TrainOptions parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "wiola-train");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out;
+  auto o = parse_train_options(static_cast<int>(argv.size()), argv.data(), out);
+  if (!o) throw std::runtime_error("help requested");
+  return *o;
+}
+
+TEST(Options, PresetWithOverrides) {
+  const TrainOptions o = parse({"--preset", "wiola-1.5b", "--layers", "4", "--atm", "off",
+                                "--summary", "sequence", "--tau", "0.5"});
+  EXPECT_EQ(o.model.d, 2048);
+  EXPECT_EQ(o.model.L, 4);
+  EXPECT_EQ(o.model.atm, AtmMode::Off);
+  EXPECT_EQ(o.model.summary, SummaryMode::Sequence);
+  EXPECT_DOUBLE_EQ(o.model.tau, 0.5);
+  EXPECT_FALSE(o.vocab_explicit);
+}
+
+TEST(Options, ConfigFileAndCommandLineWins) {
+  const std::string path = ::testing::TempDir() + "wiola_options_test.ini";
+  {
+    std::ofstream f(path);
+    f << "# a comment\npreset = wiola-small\nmicro-batch = 2\nglobal-batch = 8\nlr = 0.001\n"
+         "pp = 2\ndp = 2\nzero = 1\nschedule = gpipe\nsteps = 7\n";
+  }
+  const TrainOptions o = parse({"--config", path, "--lr", "0.002", "--global-batch", "16"});
+  EXPECT_EQ(o.model.d, 128);
+  EXPECT_EQ(o.micro_batch, 2);
+  EXPECT_EQ(o.global_batch, 16);     // command line
+  EXPECT_DOUBLE_EQ(o.lr, 0.002);     // command line
+  EXPECT_EQ(o.pp, 2);
+  EXPECT_EQ(o.zero, 1);
+  EXPECT_EQ(o.schedule, "gpipe");
+  EXPECT_EQ(o.total_steps(), 7);
+  std::remove(path.c_str());
+}
+
+TEST(Options, BadConfigFileLineIsNamed) {
+  const std::string path = ::testing::TempDir() + "wiola_options_bad.ini";
+  {
+    std::ofstream f(path);
+    f << "preset = wiola-mini\nwarp = 9\n";
+  }
+  try {
+    parse({"--config", path});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("warp"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+TEST(Options, ChinchillaBudgetUsesTheExactCount) {
+  TrainOptions o = parse({"--preset", "wiola-1.5b", "--train-tokens", "chinchilla",
+                          "--global-batch", "512", "--micro-batch", "1"});
+  EXPECT_EQ(o.resolved_train_tokens(), 20 * param_count(o.model));
+  EXPECT_EQ(o.total_steps(), (20 * param_count(o.model) + 512 * 2048 - 1) / (512 * 2048));
+}
+
+TEST(Options, CrossFieldErrorsNameTheFlags) {
+  auto error = [](std::vector<std::string> args) -> std::string {
+    try {
+      parse(args).validate();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error({"--steps", "1", "--global-batch", "6", "--micro-batch", "4"}).find("--global-batch 6"),
+            std::string::npos);
+  EXPECT_NE(error({"--steps", "1", "--zero", "3"}).find("--zero"), std::string::npos);
+  EXPECT_NE(error({"--steps", "1", "--schedule", "zigzag"}).find("--schedule"), std::string::npos);
+  EXPECT_NE(error({"--steps", "1", "--dtype", "fp16"}).find("fp16"), std::string::npos);
+  EXPECT_NE(error({"--steps", "1", "--min-lr", "1"}).find("--min-lr"), std::string::npos);
+}
+
+TEST(Options, HelpListsTheGroups) {
+  const char* argv[] = {"wiola-train", "--help"};
+  std::ostringstream out;
+  EXPECT_FALSE(parse_train_options(2, argv, out).has_value());
+  for (const char* group : {"General", "Model", "Data", "Training", "Parallelism"})
+    EXPECT_NE(out.str().find(group), std::string::npos) << group;
+}
+
+}  // namespace
+}  // namespace wiola

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages wiola needs that this machine lacks, and says
+# which. Safe to run again: with everything present it installs nothing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config       # compiler and build
+  openmpi-bin libopenmpi-dev             # MPI (mpirun and headers)
+  libhdf5-dev hdf5-tools                 # HDF5 token datasets and weights files
+  libboost-program-options-dev           # command-line and config-file options
+  libgtest-dev                           # GoogleTest
+  libopenblas-dev                        # CPU GEMM
+  fortunes                               # text of the embedded default dataset
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
