@@ -4,9 +4,19 @@ find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Boost REQUIRED COMPONENTS program_options)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
-set(BLA_VENDOR OpenBLAS)
-find_package(BLAS REQUIRED)
-find_path(WIOLA_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas-pthread openblas x86_64-linux-gnu/openblas-pthread REQUIRED)
+# OpenBLAS built for OpenMP (Debian's libopenblas-openmp-dev), so BLAS and
+# wiola's own OpenMP loops share one thread pool. With the pthread build the
+# two pools' idle threads spin against each other and two threads run slower
+# than one.
+find_library(WIOLA_OPENBLAS_LIB openblas
+  PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)
+find_path(WIOLA_CBLAS_INCLUDE cblas.h
+  PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)
+if(NOT WIOLA_OPENBLAS_LIB OR NOT WIOLA_CBLAS_INCLUDE)
+  message(FATAL_ERROR "OpenBLAS for OpenMP not found: run tools/install-deps.sh "
+                      "(Debian package libopenblas-openmp-dev)")
+endif()
+message(STATUS "wiola: BLAS ${WIOLA_OPENBLAS_LIB}")
 if(WIOLA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
@@ -18,7 +28,7 @@ target_compile_definitions(wiola_hdf5 INTERFACE ${HDF5_DEFINITIONS})
 
 add_library(wiola_blas INTERFACE)
 target_include_directories(wiola_blas SYSTEM INTERFACE ${WIOLA_CBLAS_INCLUDE})
-target_link_libraries(wiola_blas INTERFACE BLAS::BLAS)
+target_link_libraries(wiola_blas INTERFACE ${WIOLA_OPENBLAS_LIB} OpenMP::OpenMP_CXX)
 
 # CUDA: optional, auto-detected. Nothing in the CPU build depends on it.
 set(WIOLA_HAVE_CUDA OFF)

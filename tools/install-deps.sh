@@ -9,7 +9,7 @@ packages=(
   libhdf5-dev hdf5-tools                 # HDF5 token datasets and weights files
   libboost-program-options-dev           # command-line and config-file options
   libgtest-dev                           # GoogleTest
-  libopenblas-dev                        # CPU GEMM
+  libopenblas-openmp-dev                 # CPU GEMM (OpenMP build: one thread pool with ours)
   fortunes                               # text of the embedded default dataset
 )
 
