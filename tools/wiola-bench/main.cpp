@@ -115,6 +115,15 @@ int bench_pipeline(int argc, const char* const* argv, comm::Communicator& world,
     TrainOptions o = base_options(preset_name, micro_batch, steps);
     o.pp = P;
     o.threads = 1;
+    // Equal layer counts when they divide (the FLOP cost model underrates a
+    // tiny model's layers on a CPU); else the cost model's split.
+    if (o.model.L % P == 0) {
+      o.stage_layers.clear();
+      for (int s = 0; s < P; ++s) {
+        if (s) o.stage_layers += ',';
+        o.stage_layers += std::to_string(o.model.L / P);
+      }
+    }
     o.global_batch = m * micro_batch;
     std::ostringstream log;
     const TrainSummary s = train(o, world, host, log);
