@@ -4,6 +4,10 @@ find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Boost REQUIRED COMPONENTS program_options)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
+# The data tools: NFC normalisation and character classes for the BPE tokenizer
+# (libicu-dev), and JSON-lines input (nlohmann-json3-dev, header-only).
+find_package(ICU REQUIRED COMPONENTS uc data)
+find_package(nlohmann_json 3 REQUIRED)
 # OpenBLAS built for OpenMP (Debian's libopenblas-openmp-dev), so BLAS and
 # wiola's own OpenMP loops share one thread pool. With the pthread build the
 # two pools' idle threads spin against each other and two threads run slower

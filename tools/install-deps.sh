@@ -10,6 +10,8 @@ packages=(
   libboost-program-options-dev           # command-line and config-file options
   libgtest-dev                           # GoogleTest
   libopenblas-openmp-dev                 # CPU GEMM (OpenMP build: one thread pool with ours)
+  libicu-dev                             # NFC normalisation and character classes (BPE tokenizer)
+  nlohmann-json3-dev                     # JSON-lines input of wiola-data encode
   fortunes                               # text of the embedded default dataset
 )
 

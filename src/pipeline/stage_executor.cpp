@@ -90,6 +90,8 @@ StageExecutor::Result StageExecutor::run(std::span<const Action> actions, int st
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     if (hooks.before_action) hooks.before_action(a);
+    const auto t_action = Clock::now();
+    const double waited_before = res.times.wait;
     Slot& s = slots[a.microbatch];
     switch (a.kind) {
       case ActionKind::RecvActivation: {
@@ -222,6 +224,10 @@ StageExecutor::Result StageExecutor::run(std::span<const Action> actions, int st
         break;
       }
     }
+    if (hooks.record_events)
+      res.events.push_back({a, std::chrono::duration<double>(t_action.time_since_epoch()).count(),
+                            std::chrono::duration<double>(Clock::now().time_since_epoch()).count(),
+                            res.times.wait - waited_before});
   }
   wait_sends();
   if (training)

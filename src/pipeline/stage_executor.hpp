@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "model/stage_model.hpp"
@@ -38,8 +39,17 @@ class StageExecutor {
     std::function<void(const Result&)> optimizer_step;
     // Runs after layer l's gradients are final for the step (the last backward).
     std::function<void(int layer)> final_layer_grads;
-    // Runs before every action (tracing, fault injection in tests).
+    // Runs before every action (fault injection in tests).
     std::function<void(const Action&)> before_action;
+    // Record one ActionEvent per action in Result::events (profiling).
+    bool record_events = false;
+  };
+  // One executed action: wall-clock interval (seconds on the steady clock) and
+  // the part of it spent blocked on a peer.
+  struct ActionEvent {
+    Action action;
+    double begin = 0, end = 0;
+    double waited = 0;
   };
   struct Result {
     double loss_sum = 0;           // last stage
@@ -47,6 +57,7 @@ class StageExecutor {
     std::int64_t merged_tokens = 0;
     int peak_activations = 0;      // micro-batches held between forward and backward
     StageTimes times;
+    std::vector<ActionEvent> events;  // when Hooks::record_events
   };
 
   // `pipeline` is the pipeline-group communicator (rank = stage); null when stages == 1.

@@ -71,6 +71,11 @@ void TrainOptions::validate() const {
   require(comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
   require(dtype == DType::F32 || dtype == DType::F64, "--dtype must be fp32 or fp64 on the CPU");
   require(!train_files.empty(), "--train-data: no training files");
+  require(save_interval >= 0, "--save-interval must be >= 0");
+  require(save_minutes >= 0, "--save-minutes must be >= 0");
+  require(keep >= 0, "--keep must be >= 0");
+  require(exit_after_step >= 0, "--exit-after-step must be >= 0");
+  require(resume != "auto" || !save_dir.empty(), "--resume auto needs --save DIR to look in");
   total_steps();  // validates --train-tokens
 }
 
@@ -89,8 +94,40 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::optional<TrainOptions> parse_train_options(int argc, const char* const* argv,
-                                                std::ostream& out) {
+std::string to_ini(const TrainOptions& o) {
+  std::ostringstream os;
+  os.precision(17);
+  const ModelConfig& m = o.model;
+  os << "preset = " << m.preset << "\nd = " << m.d << "\nlayers = " << m.L << "\nheads = " << m.H
+     << "\nkv-heads = " << m.Hkv << "\ndsff-a = " << m.dA << "\ndsff-b = " << m.dB
+     << "\nvocab = " << m.V << "\nseq-len = " << m.T << "\ntheta0 = " << m.theta0
+     << "\nk-s = " << m.k_s << "\na-s = " << m.a_s << "\nf-s = " << m.f_s << "\ntau = " << m.tau
+     << "\nlambda = " << m.Lambda << "\nnorm-eps = " << m.eps
+     << "\nsummary = " << summary_mode_name(m.summary) << "\natm = " << atm_mode_name(m.atm)
+     << "\ninit-std = " << m.init_std << "\ndtype = " << dtype_name(o.dtype) << "\nseed = " << o.seed
+     << "\n";
+  for (const auto& f : o.train_files) os << "train-data = " << f << "\n";
+  for (const auto& f : o.val_files) os << "val-data = " << f << "\n";
+  os << "micro-batch = " << o.micro_batch << "\nglobal-batch = " << o.global_batch << "\n";
+  if (!o.train_tokens.empty()) os << "train-tokens = " << o.train_tokens << "\n";
+  os << "steps = " << o.steps << "\nlr = " << o.lr << "\nmin-lr = " << o.min_lr
+     << "\nwarmup-frac = " << o.warmup_frac << "\nweight-decay = " << o.adam.weight_decay
+     << "\nbeta1 = " << o.adam.beta1 << "\nbeta2 = " << o.adam.beta2 << "\nadam-eps = " << o.adam.eps
+     << "\nclip = " << o.clip << "\nthreads = " << o.threads << "\nlog-interval = " << o.log_interval
+     << "\neval-interval = " << o.eval_interval << "\neval-batches = " << o.eval_batches << "\n";
+  if (!o.save_dir.empty()) os << "save = " << o.save_dir << "\n";
+  os << "save-interval = " << o.save_interval << "\nsave-minutes = " << o.save_minutes
+     << "\nkeep = " << o.keep << "\npp = " << o.pp << "\ndp = " << o.dp
+     << "\nschedule = " << o.schedule << "\nzero = " << o.zero << "\n";
+  if (!o.stage_layers.empty()) os << "stage-layers = " << o.stage_layers << "\n";
+  os << "comm-timeout = " << o.comm_timeout << "\n";
+  return os.str();
+}
+
+namespace {
+
+std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::ostream& out,
+                                       const std::string* ini_text) {
   TrainOptions o;
   std::string preset_name, dtype_name = "fp32", summary, atm, config_file;
   std::vector<std::string> train_files, val_files;
@@ -153,6 +190,16 @@ std::optional<TrainOptions> parse_train_options(int argc, const char* const* arg
       ("eval-batches", po::value(&o.eval_batches)->default_value(8), "micro-batches per validation")
       ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)");
 
+  po::options_description checkpoints("Checkpoints and preemption");
+  checkpoints.add_options()
+      ("save", po::value(&o.save_dir), "directory for checkpoints (written at the end, every --save-interval steps or --save-minutes, and on SIGUSR1/SIGTERM)")
+      ("save-interval", po::value(&o.save_interval)->default_value(0), "steps between checkpoints (0: only at the end and on signals)")
+      ("save-minutes", po::value(&o.save_minutes)->default_value(0.0), "minutes between checkpoints (0: off)")
+      ("keep", po::value(&o.keep)->default_value(3), "newest checkpoints to keep (0: all)")
+      ("resume", po::value(&o.resume)->default_value("none"), "none | auto (newest complete, verified checkpoint in --save) | a checkpoint directory")
+      ("init-weights", po::value(&o.init_weights), "start from the parameters of a weights file (fresh optimizer)")
+      ("exit-after-step", po::value(&o.exit_after_step)->default_value(0), "checkpoint and stop after this step (0: off)");
+
   po::options_description parallel("Parallelism");
   parallel.add_options()
       ("pp", po::value(&o.pp)->default_value(1), "pipeline stages")
@@ -163,7 +210,7 @@ std::optional<TrainOptions> parse_train_options(int argc, const char* const* arg
       ("comm-timeout", po::value(&o.comm_timeout)->default_value(300.0), "seconds a rank may wait on a peer before all ranks abort (0: forever)");
 
   po::options_description all;
-  all.add(general).add(model).add(data).add(training).add(logging).add(parallel);
+  all.add(general).add(model).add(data).add(training).add(logging).add(checkpoints).add(parallel);
 
   po::variables_map vm;
   try {
@@ -173,6 +220,14 @@ std::optional<TrainOptions> parse_train_options(int argc, const char* const* arg
              "a --config file.\n"
           << all << "\n";
       return std::nullopt;
+    }
+    if (ini_text) {
+      std::istringstream in(*ini_text);
+      try {
+        po::store(po::parse_config_file(in, all), vm);
+      } catch (const po::error& e) {
+        fail("recorded configuration: ", e.what());
+      }
     }
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
@@ -221,6 +276,19 @@ std::optional<TrainOptions> parse_train_options(int argc, const char* const* arg
   if (o.train_files.empty()) o.train_files = {default_train_file()};
   if (o.val_files.empty() && !vm.count("train-data")) o.val_files = {default_val_file()};
   return o;
+}
+
+}  // namespace
+
+std::optional<TrainOptions> parse_train_options(int argc, const char* const* argv,
+                                                std::ostream& out) {
+  return parse_impl(argc, argv, out, nullptr);
+}
+
+TrainOptions options_from_ini(const std::string& text) {
+  const char* argv[] = {"wiola-train"};
+  std::ostringstream quiet;
+  return *parse_impl(1, argv, quiet, &text);
 }
 
 }  // namespace wiola

@@ -43,6 +43,15 @@ struct TrainOptions {
   bool print_params = false;
   int threads = 0;  // 0: leave OpenMP/BLAS defaults
 
+  // Checkpoints
+  std::string save_dir;          // "" : no checkpoints
+  std::int64_t save_interval = 0;  // steps between checkpoints (0: only at the end and on signals)
+  double save_minutes = 0;       // minutes between checkpoints (0: off)
+  int keep = 3;                  // newest checkpoints kept (0: all)
+  std::string resume = "none";   // none | auto | <checkpoint directory>
+  std::string init_weights;      // weights file to start from
+  std::int64_t exit_after_step = 0;  // checkpoint and stop after this step (0: off)
+
   // Parallelism
   int pp = 1, dp = 1;
   std::string schedule = "1f1b";
@@ -61,6 +70,13 @@ struct TrainOptions {
 // for unknown options, malformed values and inconsistent settings.
 std::optional<TrainOptions> parse_train_options(int argc, const char* const* argv,
                                                 std::ostream& out);
+
+// Options from an INI text alone (a checkpoint's recorded configuration).
+TrainOptions options_from_ini(const std::string& text);
+
+// The options as an INI text wiola-train --config reads back (recorded in
+// every checkpoint).
+std::string to_ini(const TrainOptions& o);
 
 // The default training and validation files (the embedded dataset of this build).
 std::string default_train_file();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backend/cpu_threads.hpp"
+#include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
 #include "core/error.hpp"
 #include "io/weights_file.hpp"
@@ -20,6 +21,8 @@
 #include "pipeline/schedule.hpp"
 #include "pipeline/stage_executor.hpp"
 #include "train/batch_feed.hpp"
+#include "train/checkpoint.hpp"
+#include "train/stop_signal.hpp"
 #include "train/zero_optimizer.hpp"
 
 namespace wiola {
@@ -51,6 +54,22 @@ struct FaultInjection {
     return f;
   }
 };
+
+// --init-weights: parameters from a weights file (wiola-dump's format, e.g.
+// imported from safetensors by wiola-reshard); the optimizer starts fresh.
+void load_initial_weights(StageModel& model, const std::string& path, comm::Communicator& world) {
+  comm::agree(world, [&] {
+    const WeightsFile w = read_weights_file(path);
+    const ModelConfig& a = w.config;
+    const ModelConfig& b = model.config();
+    require(a.d == b.d && a.L == b.L && a.H == b.H && a.Hkv == b.Hkv && a.dA == b.dA &&
+                a.dB == b.dB && a.V == b.V,
+            "--init-weights ", path, ": the file holds ", a.describe(), ", this run is ",
+            b.describe());
+    for (const NamedArray& arr : w.arrays)
+      if (model.params().has(arr.name)) model.params().set(arr.name, arr.data);
+  });
+}
 
 // Forward-only list for evaluation: receive, forward, send, per micro-batch.
 std::vector<Action> forward_only(int stages, int stage, int microbatches) {
@@ -100,7 +119,7 @@ std::vector<NamedArray> gather_weights(StageModel& model, const comm::ProcessGri
 }  // namespace
 
 TrainSummary train(const TrainOptions& options, comm::Communicator& world,
-                   const std::string& host, std::ostream& log) {
+                   const std::string& host, std::ostream& log, TrainObserver* observer) {
   TrainOptions opts = options;
   const bool rank0 = world.rank() == 0;
   auto say = [&](const std::string& s) {
@@ -110,10 +129,9 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
   // Everything that can be refused is checked before any work, and all ranks
   // agree on the outcome before any collective, so bad input ends the job
   // cleanly on every rank instead of leaving some waiting.
-  std::string local_error;
   comm::ProcessGrid grid;
   std::vector<StageSpec> specs;
-  try {
+  comm::agree(world, [&] {
     grid = comm::ProcessGrid::make(world.size(), opts.pp, opts.dp, world.rank());
     set_cpu_threads(opts.threads);
     const TokenDataset probe(opts.train_files, opts.model.T);
@@ -132,14 +150,7 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
     opts.validate();
     specs = opts.stage_layers.empty() ? partition_layers(opts.model, opts.pp)
                                       : parse_stage_layers(opts.stage_layers, opts.model, opts.pp);
-  } catch (const Error& e) {
-    local_error = e.what();
-  }
-  const int failed = world.allreduce_value(local_error.empty() ? 0 : 1, comm::ReduceOp::Max);
-  if (failed) {
-    if (!local_error.empty()) throw CollectiveError(local_error);
-    throw CollectiveError("another rank refused the configuration (see its message)");
-  }
+  }, "another rank refused the configuration (see its message)");
 
   const pipeline::ScheduleKind kind = pipeline::parse_schedule_kind(opts.schedule);
   const int m = opts.micro_batches_per_rank();
@@ -162,6 +173,29 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
       val_feed = std::make_unique<BatchFeed>(opts.val_files, cfg.T, /*seed=*/0);
   }
   const bool can_eval = !opts.val_files.empty();
+
+  // Where the run starts: fresh, from imported weights, or from a checkpoint.
+  const CheckpointContext ckpt{model, opt, grid, world, opts.zero};
+  TrainSummary summary;
+  std::int64_t start_step = 1, sample_base = 0;
+  if (!opts.init_weights.empty()) load_initial_weights(model, opts.init_weights, world);
+  std::optional<std::string> resume_dir;
+  if (opts.resume == "auto") {
+    resume_dir = find_resume_checkpoint(world, opts.save_dir, log);
+    if (!resume_dir && rank0) log << "resume: no checkpoint in '" << opts.save_dir << "', starting fresh\n";
+  } else if (opts.resume != "none") {
+    resume_dir = opts.resume;
+  }
+  if (resume_dir) {
+    const CheckpointInfo info = load_checkpoint(ckpt, *resume_dir);
+    start_step = info.step + 1;
+    sample_base = info.consumed_samples;
+    summary.last_checkpoint = *resume_dir;
+    if (rank0)
+      log << "resume: " << *resume_dir << " at step " << info.step << " (" << info.consumed_samples
+          << " samples consumed, written by " << info.code_version << ")\n";
+  }
+  summary.first_step = start_step;
 
   if (rank0) {
     std::ostringstream os;
@@ -202,7 +236,7 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
     return sums[0] / std::max(1.0, sums[1]);
   };
 
-  TrainSummary summary;
+  summary.stages = specs;
   StageTimes times;
   const FaultInjection fault = FaultInjection::from_env();
   const auto t_start = Clock::now();
@@ -211,16 +245,20 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
   double window_loss = 0, window_tokens = 0;
   int window_steps = 0;
   int skipped = 0;
-  for (std::int64_t step = 1; step <= total_steps; ++step) {
+  auto t_saved = Clock::now();
+  std::int64_t steady_steps = 0;
+  for (std::int64_t step = start_step; step <= total_steps; ++step) {
+    const std::int64_t step_first_sample = sample_base + (step - start_step) * opts.global_batch;
     model.params().zero_grads();
     const std::vector<Action> actions = pipeline::make_schedule(kind, grid.pp, grid.stage(), m);
     StageExecutor::Hooks hooks;
     hooks.batch = [&](int mb) {
       const std::int64_t first =
-          (step - 1) * opts.global_batch + grid.dp_index() * share + std::int64_t(mb) * opts.micro_batch;
+          step_first_sample + grid.dp_index() * share + std::int64_t(mb) * opts.micro_batch;
       return train_feed->samples(first, opts.micro_batch);
     };
     hooks.final_layer_grads = [&](int layer) { opt.on_layer_grads_final(layer); };
+    hooks.record_events = observer && observer->wants_events();
     if (fault.rank == world.rank() && fault.step == step)
       hooks.before_action = [](const Action& a) {
         if (a.kind == ActionKind::Backward) std::_Exit(7);
@@ -232,8 +270,13 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
     };
     const StageExecutor::Result res = exec.run(actions, static_cast<int>(step), opts.micro_batch,
                                                cfg.T, true, loss_scale, hooks);
-    if (step == 1) t_steady = Clock::now();
-    else times += res.times;
+    if (step == start_step) {
+      t_steady = Clock::now();
+    } else {
+      times += res.times;
+      ++steady_steps;
+    }
+    if (observer) observer->on_step(step, res);
     const double loss = info.loss_sum / std::max(1.0, info.loss_tokens);
     if (info.skipped) {
       ++skipped;
@@ -243,7 +286,7 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
       skipped = 0;
     }
     summary.losses.push_back(loss);
-    if (step == 1) summary.first_loss = loss;
+    if (step == start_step) summary.first_loss = loss;
     summary.last_loss = loss;
     summary.steps = step;
     window_loss += loss;
@@ -252,11 +295,11 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
 
     const bool eval_now =
         can_eval && ((opts.eval_interval > 0 && step % opts.eval_interval == 0) || step == total_steps);
-    if (step % opts.log_interval == 0 || step == total_steps || step == 1) {
+    if (step % opts.log_interval == 0 || step == total_steps || step == start_step) {
       const double dt = std::chrono::duration<double>(Clock::now() - t_window).count();
       const double elapsed = std::chrono::duration<double>(Clock::now() - t_start).count();
       const double tps = window_tokens / std::max(dt, 1e-9);
-      const double eta = elapsed / double(step) * double(total_steps - step);
+      const double eta = elapsed / double(step - start_step + 1) * double(total_steps - step);
       char buf[320];
       std::snprintf(buf, sizeof buf,
                     "step %6lld/%lld | loss %.4f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
@@ -277,11 +320,44 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
                     static_cast<long long>(step), summary.last_val_loss);
       say(buf);
     }
-  }
 
-  if (total_steps > 1)
+    // Checkpoint and stop decisions, agreed by all ranks in one all-reduce:
+    // a stop signal on any rank, or the time-based interval on any clock.
+    const bool time_due =
+        opts.save_minutes > 0 &&
+        std::chrono::duration<double>(Clock::now() - t_saved).count() >= 60.0 * opts.save_minutes;
+    int flags[2] = {stop_signal(), time_due ? 1 : 0};
+    world.allreduce(flags, 2, DType::I32, comm::ReduceOp::Max);
+    const bool stop = flags[0] != 0;
+    const bool exit_now = opts.exit_after_step > 0 && step == opts.exit_after_step;
+    const bool save_now = !opts.save_dir.empty() &&
+                          (stop || exit_now || flags[1] || step == total_steps ||
+                           (opts.save_interval > 0 && step % opts.save_interval == 0));
+    if (save_now) {
+      CheckpointInfo saved;
+      saved.step = step;
+      saved.consumed_samples = step_first_sample + opts.global_batch;
+      saved.config = to_ini(opts);
+      summary.last_checkpoint = save_checkpoint(ckpt, opts.save_dir, saved, opts.keep);
+      t_saved = Clock::now();
+      say("checkpoint: " + summary.last_checkpoint + "\n");
+    }
+    if (stop) {
+      summary.stop_signal = flags[0];
+      say("stopping after step " + std::to_string(step) + " on signal " + std::to_string(flags[0]) +
+          (save_now ? "" : " (no --save directory: nothing was saved)") + "\n");
+      break;
+    }
+    if (exit_now) {
+      say("stopping after step " + std::to_string(step) + " (--exit-after-step)\n");
+      break;
+    }
+  }
+  summary.completed = summary.steps == total_steps;
+
+  if (steady_steps > 0)
     summary.tokens_per_second =
-        double(total_steps - 1) * opts.global_batch * cfg.T /
+        double(steady_steps) * opts.global_batch * cfg.T /
         std::chrono::duration<double>(Clock::now() - t_steady).count();
 
   // Per-stage time split, averaged over each stage's replicas.
@@ -322,7 +398,7 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
     log << os.str() << std::flush;
   }
 
-  if (!opts.export_weights.empty()) {
+  if (!opts.export_weights.empty() && summary.completed) {
     const std::vector<NamedArray> w = gather_weights(model, grid, specs, world);
     if (rank0) {
       write_weights_file(opts.export_weights, cfg, w, opts.dtype);

@@ -13,7 +13,11 @@
 namespace wiola {
 
 struct TrainSummary {
-  std::int64_t steps = 0;
+  std::int64_t first_step = 1;  // > 1 when the run resumed from a checkpoint
+  std::int64_t steps = 0;       // the last step taken
+  bool completed = false;       // reached the configured number of steps
+  int stop_signal = 0;          // the signal that stopped the run early, if any
+  std::string last_checkpoint;  // directory of the last checkpoint written or loaded
   std::vector<double> losses;  // mean training loss of every step
   double first_loss = 0, last_loss = 0;
   double last_val_loss = -1;
@@ -22,12 +26,23 @@ struct TrainSummary {
   // Per stage, averaged over its data-parallel replicas, summed over steps
   // 2..N (every rank receives them).
   std::vector<StageTimes> stage_times;
+  std::vector<StageSpec> stages;  // the partition the run used
+};
+
+// Sees every training step on this rank (profiling tools).
+class TrainObserver {
+ public:
+  virtual ~TrainObserver() = default;
+  // When true, each step's result carries one event per executed action.
+  virtual bool wants_events() const { return false; }
+  // After each optimizer step, on every rank.
+  virtual void on_step(std::int64_t step, const StageExecutor::Result& result) = 0;
 };
 
 // Runs the whole training described by `opts` on this rank. Rank 0 writes the
 // log to `log`. Throws wiola::Error for bad input; the caller decides whether
 // the error is collective (every rank throws) or must abort the job.
 TrainSummary train(const TrainOptions& opts, comm::Communicator& world, const std::string& host,
-                   std::ostream& log);
+                   std::ostream& log, TrainObserver* observer = nullptr);
 
 }  // namespace wiola

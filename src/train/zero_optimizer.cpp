@@ -18,7 +18,8 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
   }
   const ParamLayout& layout = model.params().layout();
   total_ = layout.total();
-  for (int r = 0; r <= dp_; ++r) shard_starts_.push_back(total_ * r / dp_);
+  for (int r = 0; r < dp_; ++r) shard_starts_.push_back(zero_shard(total_, dp_, r).first);
+  shard_starts_.push_back(total_);
   shard_begin_ = shard_starts_[dp_rank_];
   shard_end_ = shard_starts_[dp_rank_ + 1];
 

@@ -15,6 +15,7 @@
 // leaves its copy out). Shards may be uneven: any parameter count works.
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -22,6 +23,12 @@
 #include "optim/adamw_optimizer.hpp"
 
 namespace wiola {
+
+// Data-parallel rank r's shard [first, second) of a flat buffer of `total`
+// elements split over `dp` ranks (shards differ by at most one element).
+inline std::pair<std::int64_t, std::int64_t> zero_shard(std::int64_t total, int dp, int r) {
+  return {total * r / dp, total * (r + 1) / dp};
+}
 
 struct ZeroGroups {
   comm::Communicator* world = nullptr;      // everyone: the global norm and loss
@@ -57,6 +64,7 @@ class ZeroOptimizer {
 
   // Updates taken so far (skipped steps do not count): AdamW's bias correction.
   long updates() const { return updates_; }
+  void set_updates(long n) { updates_ = n; }  // when resuming from a checkpoint
 
  private:
   struct Bucket {

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "model/param_report.hpp"
 #include "train/options.hpp"
+#include "train/stop_signal.hpp"
 #include "train/trainer.hpp"
 
 int main(int argc, char** argv) {
@@ -28,7 +29,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     world.set_timeout(opts->comm_timeout);
-    wiola::train(*opts, world, mpi.host(), std::cout);
+    wiola::install_stop_handlers();
+    const wiola::TrainSummary s = wiola::train(*opts, world, mpi.host(), std::cout);
+    if (s.stop_signal && !s.completed) return s.last_checkpoint.empty() ? 1 : wiola::kExitRequeue;
     return 0;
   } catch (const wiola::CollectiveError& e) {
     if (rank0) std::cerr << "wiola-train: " << e.what() << "\n";

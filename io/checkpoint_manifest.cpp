@@ -1,0 +1,161 @@
+#include "io/checkpoint_manifest.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace wiola {
+
+const char* state_kind_name(StateKind k) {
+  switch (k) {
+    case StateKind::Param: return "param";
+    case StateKind::ExpAvg: return "exp_avg";
+    case StateKind::ExpAvgSq: return "exp_avg_sq";
+  }
+  return "?";
+}
+
+namespace {
+
+StateKind parse_kind(const std::string& s, const std::string& where) {
+  if (s == "param") return StateKind::Param;
+  if (s == "exp_avg") return StateKind::ExpAvg;
+  if (s == "exp_avg_sq") return StateKind::ExpAvgSq;
+  fail(where, ": unknown state kind '", s, "'");
+}
+
+}  // namespace
+
+std::string CheckpointManifest::to_text() const {
+  std::ostringstream os;
+  os << "wiola-checkpoint " << kCheckpointVersion << "\n"
+     << "step " << step << "\n"
+     << "consumed_samples " << consumed_samples << "\n"
+     << "updates " << updates << "\n"
+     << "optimizer_state " << (has_optimizer_state ? 1 : 0) << "\n"
+     << "code " << code_version << "\n"
+     << "layout " << layout << "\n"
+     << "model " << model << "\n"
+     << "config-begin\n"
+     << config << (config.empty() || config.back() == '\n' ? "" : "\n") << "config-end\n";
+  for (const CheckpointFile& f : files)
+    os << "file " << f.name << " " << f.bytes << " " << std::hex << f.crc32 << std::dec << "\n";
+  for (const CheckpointPiece& p : pieces)
+    os << "piece " << p.tensor << " " << state_kind_name(p.kind) << " " << p.rows << " " << p.cols
+       << " " << p.begin << " " << p.end << " " << p.file << " " << p.dataset << "\n";
+  os << "end\n";
+  return os.str();
+}
+
+CheckpointManifest CheckpointManifest::parse(const std::string& text, const std::string& where) {
+  CheckpointManifest m;
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  bool ended = false, in_config = false;
+  auto bad = [&](const std::string& why) {
+    fail(where, " line ", lineno, ": ", why, " ('", line, "')");
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (in_config) {
+      if (line == "config-end")
+        in_config = false;
+      else
+        m.config += line + "\n";
+      continue;
+    }
+    std::istringstream ls(line);
+    std::string key;
+    ls >> key;
+    if (lineno == 1) {
+      int version = 0;
+      if (key != "wiola-checkpoint" || !(ls >> version)) bad("not a wiola checkpoint manifest");
+      if (version != kCheckpointVersion)
+        bad("checkpoint format version " + std::to_string(version) + " is not supported");
+      continue;
+    }
+    auto rest = [&] {
+      std::string r;
+      std::getline(ls, r);
+      return r.empty() ? r : r.substr(1);
+    };
+    if (key == "step") {
+      if (!(ls >> m.step)) bad("bad step");
+    } else if (key == "consumed_samples") {
+      if (!(ls >> m.consumed_samples)) bad("bad consumed_samples");
+    } else if (key == "updates") {
+      if (!(ls >> m.updates)) bad("bad updates");
+    } else if (key == "optimizer_state") {
+      int v = 0;
+      if (!(ls >> v)) bad("bad optimizer_state");
+      m.has_optimizer_state = v != 0;
+    } else if (key == "code") {
+      m.code_version = rest();
+    } else if (key == "layout") {
+      m.layout = rest();
+    } else if (key == "model") {
+      m.model = rest();
+    } else if (key == "config-begin") {
+      in_config = true;
+    } else if (key == "file") {
+      CheckpointFile f;
+      if (!(ls >> f.name >> f.bytes >> std::hex >> f.crc32 >> std::dec)) bad("bad file line");
+      m.files.push_back(f);
+    } else if (key == "piece") {
+      CheckpointPiece p;
+      std::string kind;
+      if (!(ls >> p.tensor >> kind >> p.rows >> p.cols >> p.begin >> p.end >> p.file >> p.dataset))
+        bad("bad piece line");
+      p.kind = parse_kind(kind, where);
+      if (p.begin < 0 || p.begin >= p.end || p.end > p.rows * p.cols)
+        bad("piece range outside its tensor");
+      m.pieces.push_back(p);
+    } else if (key == "end") {
+      ended = true;
+      break;
+    } else if (!key.empty()) {
+      bad("unknown entry '" + key + "'");
+    }
+  }
+  if (lineno == 0) fail(where, ": empty manifest");
+  require(ended, where, ": manifest is truncated (no 'end' line)");
+  return m;
+}
+
+void write_text_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    require(fd >= 0, tmp, ": cannot create");
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n <= 0) {
+        ::close(fd);
+        fail(tmp, ": write failed");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    const bool synced = ::fsync(fd) == 0;
+    ::close(fd);
+    require(synced, tmp, ": fsync failed");
+  }
+  require(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp, " into place");
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  require(in.good(), path, ": cannot be read");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+}  // namespace wiola

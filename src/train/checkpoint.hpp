@@ -1,0 +1,63 @@
+#pragma once
+// Saving and loading checkpoints from inside a training run (collective over
+// the world). The format is layout-independent (io/checkpoint_manifest.hpp):
+// every rank writes the element ranges it owns — its ZeRO shard, or with
+// ZeRO-0 the first replica the whole stage — of the parameters and AdamW
+// moments, under canonical names; loading reads whatever ranges the new
+// layout needs from whichever files hold them.
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "comm/process_grid.hpp"
+#include "model/stage_model.hpp"
+#include "train/zero_optimizer.hpp"
+
+namespace wiola {
+
+struct CheckpointContext {
+  StageModel& model;
+  ZeroOptimizer& optimizer;
+  const comm::ProcessGrid& grid;
+  comm::Communicator& world;
+  int zero = 0;
+};
+
+struct CheckpointInfo {
+  std::int64_t step = 0;
+  std::int64_t consumed_samples = 0;
+  std::string code_version, config;
+};
+
+// The element ranges of a stage's flat buffer one rank writes: its ZeRO shard,
+// or with ZeRO-0 the whole stage from the first replica; the last stage of a
+// pipeline leaves out its copy of the tied embedding (the first stage's is it).
+struct OwnedSlice {
+  const ParamSpec* param;
+  std::int64_t lo, hi;  // flat-buffer coordinates
+};
+std::vector<OwnedSlice> owned_slices(const ParamLayout& layout, int zero, int dp, int dp_index,
+                                     bool skip_embedding);
+
+// Writes <save_dir>/step-N (through step-N.partial), updates `latest` and keeps
+// the newest `keep` checkpoints (keep <= 0: all). Returns the directory.
+std::string save_checkpoint(const CheckpointContext& ctx, const std::string& save_dir,
+                            const CheckpointInfo& info, int keep);
+
+// Loads `dir` into the model and optimizer after verifying every file's
+// checksum (the work shared by all ranks). Throws CollectiveError, on every
+// rank, naming what is wrong (missing or corrupt file, missing tensor, shape).
+CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& dir);
+
+// --resume auto: the newest complete checkpoint under save_dir whose files all
+// verify; corrupt or partial ones are reported on `log` (rank 0) and skipped.
+std::optional<std::string> find_resume_checkpoint(comm::Communicator& world,
+                                                  const std::string& save_dir, std::ostream& log);
+
+// The version string recorded in checkpoints.
+std::string code_version();
+
+}  // namespace wiola
