@@ -1,0 +1,59 @@
+# Shared by the batch scripts in jobs/ (sourced; Slurm runs a copy of the
+# batch script, so they find this file through WIOLA_ROOT).
+#
+# Every variable below can be overridden from the environment of `sbatch`
+# (sbatch exports the submitting environment by default); jobs/README.md lists
+# them.
+
+wiola_log() { echo "[wiola $(date '+%F %T')] $*"; }
+wiola_die() { echo "[wiola $(date '+%F %T')] error: $*" >&2; exit 2; }
+
+: "${WIOLA_BUILD:=$WIOLA_ROOT/build}"
+: "${WIOLA_BIN_DIR:=$WIOLA_BUILD/tools}"
+: "${RUN_DIR:=$WIOLA_ROOT/runs/${SLURM_JOB_NAME:-wiola}}"
+: "${SRUN_MPI:=pmix}"          # Debian's OpenMPI starts under srun only with PMIx
+: "${EXTRA_ARGS:=}"            # appended to the tool's command line
+[ -n "${SLURM_JOB_ID:-}" ] || wiola_die "not inside a Slurm job (submit with sbatch)"
+
+# One thread per rank unless Slurm gave the task more CPUs.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}
+export OPENBLAS_NUM_THREADS=$OMP_NUM_THREADS
+# NCCL (GPU runs): report problems, fail rather than hang on a broken link.
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+export NCCL_IB_TIMEOUT=${NCCL_IB_TIMEOUT:-22}
+export NCCL_ASYNC_ERROR_HANDLING=${NCCL_ASYNC_ERROR_HANDLING:-1}
+
+mkdir -p "$RUN_DIR/logs"
+
+# wiola_check_layout PP DP: the allocation must have exactly PP x DP tasks
+# (and, when GPUS_PER_TASK > 0, that many GPUs per task).
+wiola_check_layout() {
+  local pp=$1 dp=$2 want=$(( $1 * $2 ))
+  [ "${SLURM_NTASKS:-0}" -eq "$want" ] ||
+    wiola_die "the allocation has ${SLURM_NTASKS:-0} tasks but PP $pp x DP $dp needs $want; refusing to start"
+  if [ "${GPUS_PER_TASK:-0}" -gt 0 ]; then
+    local gpus=${SLURM_GPUS_ON_NODE:-0} tasks=${SLURM_NTASKS_PER_NODE:-${SLURM_TASKS_PER_NODE%%(*}}
+    [ "$gpus" -ge $(( tasks * GPUS_PER_TASK )) ] ||
+      wiola_die "$tasks tasks per node need $(( tasks * GPUS_PER_TASK )) GPUs, the allocation has $gpus; refusing to start"
+  fi
+}
+
+# wiola_run_step CMD...: runs `srun CMD` in the background so this shell can
+# take signals; USR1 or TERM (the time-limit warning, a preemption) is passed
+# on to the ranks as USR1, which makes them checkpoint and exit with 75.
+# Returns srun's exit status.
+wiola_run_step() {
+  srun --mpi="$SRUN_MPI" --kill-on-bad-exit=1 ${SRUN_ARGS:-} "$@" &
+  local pid=$! rc=0
+  trap "wiola_log 'USR1 received: asking the ranks to checkpoint'; kill -USR1 $pid 2>/dev/null" USR1
+  trap "wiola_log 'TERM received: asking the ranks to checkpoint'; kill -USR1 $pid 2>/dev/null" TERM
+  # bash runs a trap only between commands: wait returns early on a signal,
+  # so wait again until srun itself has ended.
+  while :; do
+    wait "$pid"
+    rc=$?
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  trap - USR1 TERM
+  return "$rc"
+}

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# slurm_jobs.sh SOURCE_DIR BUILD_DIR
+#
+# Runs the batch scripts of jobs/ under a real Slurm: installs Slurm and MUNGE
+# from Debian's packages if missing, starts a private one-node cluster on
+# localhost (its own munged, slurmctld and slurmd, on free ports, state under a
+# temporary directory; stopped by their PIDs at the end and on failure), and
+# submits the same sbatch files a lab would, with the tiny preset and the CPU
+# backend through environment overrides:
+#   1. the training job runs 4 ranks with srun (PP 2 x DP 2, ZeRO-1), is sent
+#      the time-limit warning (USR1 to the batch shell) mid-run, checkpoints,
+#      requeues itself, resumes from its checkpoint and finishes with the same
+#      final loss as an uninterrupted run;
+#   2. the profiling job writes its table, CSV, JSON and trace;
+#   3. the reshard job converts the training checkpoint to PP 4 x DP 1, and
+#      the result loads and trains at that layout;
+#   4. a job whose allocation does not match its layout refuses to start.
+# Exit 0: all passed. Exit 77 (CTest: skipped): Slurm cannot run here; the
+# reason is printed. Anything else: failed.
+set -u
+root=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+work=$(mktemp -d /tmp/wiola-slurm.XXXXXX)
+chmod 755 "$work"
+pids=()
+say() { echo "[slurm-test $(date +%T)] $*"; }
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  sleep 1
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  say "FAIL: $*"
+  for f in "$work"/log/*.log "$work"/out/*.out; do
+    [ -f "$f" ] && { echo "---- $f (last 25 lines)"; tail -n 25 "$f"; }
+  done
+  exit 1
+}
+skip() { say "SKIPPED: $*"; exit 77; }
+
+# ---- Slurm and MUNGE ---------------------------------------------------------
+missing=()
+for p in slurmctld slurmd slurm-client munge; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  [ "$(id -u)" -eq 0 ] || skip "Slurm packages missing (${missing[*]}) and not root to install them"
+  say "installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    >"$work/apt.log" 2>&1 || skip "apt-get install ${missing[*]} failed: $(tail -n 3 "$work/apt.log")"
+fi
+[ "$(id -u)" -eq 0 ] || skip "the test cluster runs its daemons as root (SlurmUser=root)"
+
+mkdir -p "$work"/{munge,state,spool,log,out,run}
+chown munge:munge "$work/munge"
+chmod 700 "$work/munge"
+key=/etc/munge/munge.key
+[ -f "$key" ] || { mungekey --create --keyfile="$work/munge/munge.key" && key="$work/munge/munge.key"; }
+sock="$work/munge/munge.socket"
+su -s /bin/sh munge -c "/usr/sbin/munged --force --socket=$sock --key-file=$key \
+  --log-file=$work/munge/munged.log --pid-file=$work/munge/munged.pid \
+  --seed-file=$work/munge/munged.seed" || skip "munged would not start: $(tail -n 2 "$work/munge/munged.log")"
+for _ in $(seq 50); do [ -s "$work/munge/munged.pid" ] && break; sleep 0.1; done
+pids+=("$(cat "$work/munge/munged.pid")")
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+host=$(hostname -s)
+cat >"$work/slurm.conf" <<CONF
+ClusterName=wiolatest
+SlurmctldHost=$host
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$sock,cred_expire=10
+CredType=cred/munge
+MpiDefault=pmix
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+ReturnToService=2
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/log/slurmctld.log
+SlurmdLogFile=$work/log/slurmd.log
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+KillWait=30
+JobRequeue=1
+NodeName=$host CPUs=8 RealMemory=4000 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+export SLURM_CONF="$work/slurm.conf"
+slurmctld -D -f "$SLURM_CONF" >"$work/log/slurmctld.out" 2>&1 &
+pids+=($!)
+slurmd -D -f "$SLURM_CONF" >"$work/log/slurmd.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 0.2; done
+[ "$(sinfo -h -o %T 2>/dev/null)" = idle ] ||
+  skip "the one-node cluster did not come up: $(tail -n 3 "$work/log/slurmctld.log" "$work/log/slurmd.log" 2>/dev/null)"
+say "cluster up: $(sinfo -h -o '%P %D %T %c CPUs')"
+
+job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+wait_state() {  # wait_state JOB SECONDS STATE...
+  local job=$1 limit=$2
+  shift 2
+  for _ in $(seq $((limit * 5))); do
+    local s
+    s=$(job_state "$job")
+    for want in "$@"; do [ "$s" = "$want" ] && return 0; done
+    sleep 0.2
+  done
+  return 1
+}
+
+common=(WIOLA_ROOT="$root" WIOLA_BUILD="$build" WIOLA_CONFIG="$root/jobs/configs/test-tiny.ini"
+        TRAIN_DATA="$build/data/fortunes-train.h5" GPUS_PER_TASK=0 RUN_DIR="$work/run"
+        OMPI_MCA_rmaps_base_oversubscribe=1)
+cpu=(--nodes=1 --gpus-per-node=0 --cpus-per-task=1 --chdir="$root")
+final_loss() { grep -E '^step +300/300 \|' "$1" | tail -n 1 | sed 's/.*| loss \([0-9.]*\) |.*/\1/'; }
+
+# ---- 1. training: preempted by the warning signal, requeued, resumed ----------
+job=$(env "${common[@]}" PP=2 DP=2 sbatch --parsable "${cpu[@]}" --ntasks=4 \
+        --output="$work/out/train-%j.out" "$root/jobs/wiola-1.5b-chinchilla.sbatch") ||
+  fail "sbatch of the training job"
+say "training job $job submitted"
+wait_state "$job" 60 RUNNING || fail "the training job did not start (state $(job_state "$job"))"
+for _ in $(seq 600); do
+  grep -qE '^step +100/300' "$work"/run/logs/train-"$job"-0.log 2>/dev/null && break
+  sleep 0.1
+done
+grep -qE '^step +100/300' "$work"/run/logs/train-"$job"-0.log || fail "the training job made no progress"
+scancel --signal=USR1 --batch "$job" || fail "scancel --signal=USR1 --batch"
+say "sent the time-limit warning (USR1 to the batch shell)"
+for _ in $(seq 300); do
+  [ "$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')" -ge 1 ] 2>/dev/null && break
+  sleep 0.2
+done
+grep -q "checkpointed after a signal; requeueing" "$work"/out/train-"$job".out ||
+  fail "the job did not checkpoint and requeue on the signal"
+stopped=$(sed -n 's/^stopping after step \([0-9]*\) on signal 10$/\1/p' "$work/run/logs/train-$job-0.log")
+[ -n "$stopped" ] || fail "no rank stopped on the signal"
+say "stopped after step $stopped, requeued; waiting for the restart"
+wait_state "$job" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the requeued job did not finish"
+[ "$(job_state "$job")" = COMPLETED ] || fail "the requeued job ended $(job_state "$job")"
+grep -q "resume: $work/run/checkpoints/step-$(printf %08d "$stopped") at step $stopped" \
+  "$work/run/logs/train-$job-1.log" || fail "the restart did not resume from step $stopped"
+resumed_loss=$(final_loss "$work/run/logs/train-$job-1.log")
+[ -n "$resumed_loss" ] || fail "the resumed run did not reach step 300"
+
+srun --ntasks=4 --cpus-per-task=1 --mpi=pmix --chdir="$root" \
+  env OMPI_MCA_rmaps_base_oversubscribe=1 "$build/tools/wiola-train/wiola-train" \
+  --config "$root/jobs/configs/test-tiny.ini" --pp 2 --dp 2 --train-data "$build/data/fortunes-train.h5" \
+  --save "$work/reference" >"$work/log/reference.log" 2>&1 || fail "the uninterrupted reference run"
+reference_loss=$(final_loss "$work/log/reference.log")
+[ "$resumed_loss" = "$reference_loss" ] ||
+  fail "final loss $resumed_loss after preemption differs from $reference_loss uninterrupted"
+"$build/tools/wiola-reshard/wiola-reshard" compare "$work/run/checkpoints/step-00000300" \
+  "$work/reference/step-00000300" >"$work/log/compare.log" 2>&1 ||
+  fail "final parameters or optimizer state differ: $(cat "$work/log/compare.log")"
+say "ok: preempted at step $stopped, requeued, resumed; final loss $resumed_loss = uninterrupted $reference_loss, final checkpoints identical"
+
+# ---- 2. profiling ---------------------------------------------------------------
+pjob=$(env "${common[@]}" PP=2 DP=2 PROFILE_STEPS=4 WARMUP_STEPS=2 sbatch --parsable "${cpu[@]}" \
+         --ntasks=4 --output="$work/out/profile-%j.out" "$root/jobs/profile.sbatch") ||
+  fail "sbatch of the profiling job"
+wait_state "$pjob" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the profiling job did not finish"
+[ "$(job_state "$pjob")" = COMPLETED ] || fail "the profiling job ended $(job_state "$pjob")"
+for f in profile.csv profile.json trace.json; do
+  [ -s "$work/run/profile-$pjob/$f" ] || fail "the profiling job wrote no $f"
+done
+say "ok: profiling job wrote profile.csv, profile.json, trace.json"
+
+# ---- 3. resharding, and the result loads at the new layout -----------------------
+rjob=$(env "${common[@]}" TO_PP=4 TO_DP=1 TO_ZERO=0 sbatch --parsable "${cpu[@]}" --ntasks=1 \
+         --output="$work/out/reshard-%j.out" "$root/jobs/reshard.sbatch") || fail "sbatch of the reshard job"
+wait_state "$rjob" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the reshard job did not finish"
+[ "$(job_state "$rjob")" = COMPLETED ] || fail "the reshard job ended $(job_state "$rjob")"
+converted="$work/run/resharded-pp4-dp1-zero0/step-00000300"
+[ -f "$converted/manifest.txt" ] || fail "the reshard job wrote no checkpoint"
+srun --ntasks=4 --cpus-per-task=1 --mpi=pmix --chdir="$root" \
+  env OMPI_MCA_rmaps_base_oversubscribe=1 "$build/tools/wiola-train/wiola-train" \
+  --config "$root/jobs/configs/test-tiny.ini" --pp 4 --dp 1 --zero 0 --steps 302 \
+  --train-data "$build/data/fortunes-train.h5" --resume "$converted" \
+  >"$work/log/resharded.log" 2>&1 || fail "the resharded checkpoint does not train at PP 4 x DP 1"
+grep -qE '^step +302/302' "$work/log/resharded.log" || fail "the resharded run did not reach step 302"
+say "ok: reshard job converted step 300 to PP 4 x DP 1; it loads and trains there"
+
+# ---- 4. an allocation that does not fit the layout --------------------------------
+bjob=$(env "${common[@]}" PP=2 DP=2 sbatch --parsable "${cpu[@]}" --ntasks=3 \
+         --output="$work/out/bad-%j.out" "$root/jobs/wiola-1.5b-chinchilla.sbatch") || fail "sbatch"
+wait_state "$bjob" 60 COMPLETED FAILED CANCELLED || fail "the mismatched job did not end"
+[ "$(job_state "$bjob")" = FAILED ] || fail "the mismatched job ended $(job_state "$bjob")"
+grep -q "the allocation has 3 tasks but PP 2 x DP 2 needs 4; refusing to start" "$work/out/bad-$bjob.out" ||
+  fail "no refusal message"
+say "ok: a 3-task allocation for PP 2 x DP 2 was refused"
+say "PASS"
