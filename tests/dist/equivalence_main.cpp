@@ -13,6 +13,7 @@
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "io/weights_file.hpp"
+#include "driver_options.hpp"
 #include "train/trainer.hpp"
 
 using namespace wiola;
@@ -33,19 +34,7 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
 int main(int argc, char** argv) {
   comm::MpiRuntime mpi(&argc, &argv);
   auto& world = mpi.world();
-  TrainOptions o;
-  o.model = preset("wiola-tiny");  // L = 5: boundaries fall after layer 0 and elsewhere
-  o.model.atm = AtmMode::Causal;
-  o.model.tau = 0.0;  // merges do happen
-  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
-  o.micro_batch = 2;
-  o.global_batch = 8;
-  o.steps = 3;
-  o.lr = 1e-2;
-  o.warmup_frac = 0;
-  o.eval_interval = 0;
-  o.log_interval = 1;
-  o.comm_timeout = 120;
+  TrainOptions o = test::tiny_distributed_run(3, 0);
   std::string out = ".";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];

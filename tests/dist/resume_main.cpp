@@ -12,6 +12,7 @@
 
 #include "comm/mpi_communicator.hpp"
 #include "io/weights_file.hpp"
+#include "driver_options.hpp"
 #include "train/trainer.hpp"
 
 using namespace wiola;
@@ -19,18 +20,7 @@ using namespace wiola;
 int main(int argc, char** argv) {
   comm::MpiRuntime mpi(&argc, &argv);
   auto& world = mpi.world();
-  TrainOptions o;
-  o.model = preset("wiola-tiny");
-  o.model.tau = 0.0;  // ATM merges
-  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
-  o.micro_batch = 2;
-  o.global_batch = 8;
-  o.steps = 6;
-  o.lr = 1e-2;
-  o.warmup_frac = 0.2;
-  o.eval_interval = 0;
-  o.log_interval = 1;
-  o.comm_timeout = 120;
+  TrainOptions o = test::tiny_distributed_run(6, 0.2);
   int to_pp = -1, to_dp = -1, to_zero = -1;
   std::string out = ".";
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -1,0 +1,26 @@
+#pragma once
+// The run the multi-rank test drivers share: wiola-tiny (L = 5, so stage
+// boundaries fall after layer 0 and elsewhere) with ATM merging (tau = 0), on
+// the embedded data, 8 sequences per step in micro-batches of 2.
+#include "train/options.hpp"
+
+namespace wiola::test {
+
+inline TrainOptions tiny_distributed_run(std::int64_t steps, double warmup_frac) {
+  TrainOptions o;
+  o.model = preset("wiola-tiny");
+  o.model.atm = AtmMode::Causal;
+  o.model.tau = 0.0;
+  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+  o.micro_batch = 2;
+  o.global_batch = 8;
+  o.steps = steps;
+  o.lr = 1e-2;
+  o.warmup_frac = warmup_frac;
+  o.eval_interval = 0;
+  o.log_interval = 1;
+  o.comm_timeout = 120;
+  return o;
+}
+
+}  // namespace wiola::test
