@@ -59,6 +59,7 @@ hid_t mem_type(Type t) {
     case Type::U32: return H5T_NATIVE_UINT32;
     case Type::U64: return H5T_NATIVE_UINT64;
     case Type::I64: return H5T_NATIVE_INT64;
+    case Type::U8: return H5T_NATIVE_UINT8;
   }
   return -1;
 }
@@ -72,6 +73,7 @@ hid_t disk_type(Type t) {
     case Type::U32: return H5T_STD_U32LE;
     case Type::U64: return H5T_STD_U64LE;
     case Type::I64: return H5T_STD_I64LE;
+    case Type::U8: return H5T_STD_U8LE;
   }
   return -1;
 }
@@ -115,6 +117,7 @@ Type type_of_file(hid_t t, const std::string& where) {
     const bool sign = H5Tget_sign(t) == H5T_SGN_2;
     if (sign && size == 4) return Type::I32;
     if (sign && size == 8) return Type::I64;
+    if (!sign && size == 1) return Type::U8;
     if (!sign && size == 2) return Type::U16;
     if (!sign && size == 4) return Type::U32;
     if (!sign && size == 8) return Type::U64;
@@ -159,12 +162,14 @@ std::string_view type_name(Type t) {
     case Type::U32: return "uint32";
     case Type::U64: return "uint64";
     case Type::I64: return "int64";
+    case Type::U8: return "uint8";
   }
   return "?";
 }
 
 std::size_t type_size(Type t) {
   switch (t) {
+    case Type::U8: return 1;
     case Type::U16: return 2;
     case Type::F32:
     case Type::I32:
@@ -205,9 +210,17 @@ hid_t open_existing(const std::string& path, unsigned flags) {
   const htri_t is_h5 = H5Fis_hdf5(path.c_str());
 #endif
   require(is_h5 > 0, path, ": not an HDF5 file");
-  const hid_t id = H5Fopen(path.c_str(), flags, H5P_DEFAULT);
+  // Readers keep HDF5's file locks where the file system has them and go on
+  // without where it has not (parallel file systems), so many ranks can open
+  // the same read-only files at once.
+  Id fapl = plist(H5Pcreate(H5P_FILE_ACCESS));
+#if H5_VERSION_GE(1, 10, 7)
+  H5Pset_file_locking(fapl.get(), 1, 1);
+#endif
+  const hid_t id = H5Fopen(path.c_str(), flags, fapl.get());
   require(id >= 0, path, ": cannot open the HDF5 file",
-          flags == H5F_ACC_RDWR ? " for writing" : "", " (unreadable, or locked by a writer?)");
+          flags == H5F_ACC_RDWR ? " for writing" : "",
+          " (truncated or damaged, unreadable, or locked by a writer?)");
   return id;
 }
 }  // namespace

@@ -20,7 +20,7 @@
 namespace wiola::h5 {
 
 // Element types in memory and in files.
-enum class Type : std::uint8_t { F32, F64, I32, U16, U32, U64, I64 };
+enum class Type : std::uint8_t { F32, F64, I32, U16, U32, U64, I64, U8 };
 
 std::string_view type_name(Type t);
 std::size_t type_size(Type t);
@@ -34,6 +34,7 @@ template <> struct type_of<std::uint16_t> { static constexpr Type value = Type::
 template <> struct type_of<std::uint32_t> { static constexpr Type value = Type::U32; };
 template <> struct type_of<std::uint64_t> { static constexpr Type value = Type::U64; };
 template <> struct type_of<std::int64_t> { static constexpr Type value = Type::I64; };
+template <> struct type_of<std::uint8_t> { static constexpr Type value = Type::U8; };
 
 using Shape = std::vector<std::int64_t>;  // {} is a scalar
 std::int64_t numel(const Shape& s);

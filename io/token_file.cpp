@@ -62,11 +62,46 @@ TokenFileHeader read_token_header(const h5::File& f) {
   require(h.n_tokens >= 0 && h.n_documents >= 0, p, ": negative n_tokens or n_documents");
   check_1d_integer(f, "tokens", h.n_tokens, "n_tokens");
   check_1d_integer(f, "doc_offsets", h.n_documents, "n_documents");
+  h.has_tokenizer_model = f.has_dataset(kTokenizerModelDataset);
   return h;
 }
 
+std::string read_embedded_tokenizer(const h5::File& f) {
+  if (!f.has_dataset(kTokenizerModelDataset)) return {};
+  const std::vector<std::uint8_t> bytes = f.read<std::uint8_t>(kTokenizerModelDataset);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::unique_ptr<Tokenizer> tokenizer_for(const h5::File& f, const TokenFileHeader& h,
+                                         const std::string& tokenizer_file) {
+  std::unique_ptr<Tokenizer> tok;
+  std::string source;
+  if (h.tokenizer == "byte") {
+    tok = make_tokenizer(h.tokenizer);
+    source = "the built-in byte tokenizer";
+  } else if (!tokenizer_file.empty()) {
+    tok = load_tokenizer_file(tokenizer_file);
+    source = tokenizer_file;
+  } else if (h.has_tokenizer_model) {
+    tok = tokenizer_from_model_text(read_embedded_tokenizer(f),
+                                    f.path() + ": dataset 'tokenizer_model'");
+    source = "its embedded tokenizer_model";
+  } else {
+    fail(f.path(), ": tokenizer '", h.tokenizer, "' (hash ", h.tokenizer_hash,
+         ") is not built in and the file embeds no tokenizer_model; give the tokenizer file "
+         "(--tokenizer FILE)");
+  }
+  require(tok->hash() == h.tokenizer_hash && tok->name() == h.tokenizer, f.path(),
+          ": tokenizer '", h.tokenizer, "' with hash ", h.tokenizer_hash, " does not match ",
+          source, " ('", tok->name(), "', hash ", tok->hash(), ")");
+  require(tok->vocab_size() == h.vocab_size && tok->eod_id() == h.eod_id, f.path(),
+          ": vocab_size ", h.vocab_size, " / eod_id ", h.eod_id, " disagree with ", source, " (",
+          tok->vocab_size(), " / ", tok->eod_id(), ")");
+  return tok;
+}
+
 TokenFileWriter::TokenFileWriter(std::string path, const Tokenizer& tokenizer)
-    : path_(std::move(path)), tmp_(path_ + ".tmp") {
+    : path_(std::move(path)), tmp_(path_ + ".tmp"), model_text_(tokenizer.model_text()) {
   header_.vocab_size = tokenizer.vocab_size();
   header_.eod_id = tokenizer.eod_id();
   header_.tokenizer = tokenizer.name();
@@ -100,20 +135,49 @@ TokenFileWriter::~TokenFileWriter() {
   std::filesystem::remove(tmp_, ec);
 }
 
-void TokenFileWriter::add_document(std::span<const std::int32_t> ids) {
-  require(!finished_, path_, ": add_document after finish");
+void TokenFileWriter::check(std::span<const std::int32_t> ids, std::int64_t first_pos) const {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const std::int32_t id = ids[i];
+    const std::int64_t pos = first_pos + static_cast<std::int64_t>(i);
     require(id >= 0 && id < header_.vocab_size, path_, ": document ", n_docs_, ": token id ", id,
-            " at position ", i, " is outside [0, vocab_size ", header_.vocab_size, ")");
+            " at position ", pos, " is outside [0, vocab_size ", header_.vocab_size, ")");
     require(id != header_.eod_id, path_, ": document ", n_docs_, ": token id ", id,
-            " at position ", i, " is the end-of-document id");
+            " at position ", pos, " is the end-of-document id");
   }
-  offset_buf_.push_back(static_cast<std::uint64_t>(n_tokens_));
+}
+
+void TokenFileWriter::add_document(std::span<const std::int32_t> ids) {
+  require(!finished_, path_, ": add_document after finish");
+  require(!doc_open_, path_, ": add_document while a streamed document is open");
+  check(ids, 0);
+  push(ids);
+  end_document();
+}
+
+void TokenFileWriter::append_tokens(std::span<const std::int32_t> ids) {
+  require(!finished_, path_, ": append_tokens after finish");
+  check(ids, doc_tokens_);
+  push(ids);
+}
+
+void TokenFileWriter::push(std::span<const std::int32_t> ids) {
+  if (ids.empty()) return;  // a document opens with its first token (or at end_document)
+  if (!doc_open_) offset_buf_.push_back(static_cast<std::uint64_t>(n_tokens_));
+  doc_open_ = true;
   token_buf_.insert(token_buf_.end(), ids.begin(), ids.end());
+  n_tokens_ += static_cast<std::int64_t>(ids.size());
+  doc_tokens_ += static_cast<std::int64_t>(ids.size());
+  flush(false);
+}
+
+void TokenFileWriter::end_document() {
+  require(!finished_, path_, ": end_document after finish");
+  if (!doc_open_) offset_buf_.push_back(static_cast<std::uint64_t>(n_tokens_));
   token_buf_.push_back(static_cast<std::uint32_t>(header_.eod_id));
-  n_tokens_ += static_cast<std::int64_t>(ids.size()) + 1;
+  ++n_tokens_;
   ++n_docs_;
+  doc_tokens_ = 0;
+  doc_open_ = false;
   flush(false);
 }
 
@@ -138,7 +202,14 @@ void TokenFileWriter::flush(bool all) {
 void TokenFileWriter::finish() {
   require(!finished_, path_, ": finish called twice");
   require(n_docs_ > 0, path_, ": no documents were added");
+  require(!doc_open_, path_, ": finish while a streamed document is open");
   flush(true);
+  if (!model_text_.empty()) {
+    const std::span<const std::uint8_t> bytes(
+        reinterpret_cast<const std::uint8_t*>(model_text_.data()), model_text_.size());
+    file_.write<std::uint8_t>(kTokenizerModelDataset, {static_cast<std::int64_t>(bytes.size())},
+                              bytes);
+  }
   file_.write_attr_string("format", kTokenFormat);
   file_.write_attr_int("format_version", kTokenFormatVersion);
   file_.write_attr_int("vocab_size", header_.vocab_size);

@@ -17,6 +17,7 @@ inline constexpr const char* kTokenFormat = "wiola-tokens";
 inline constexpr std::int64_t kTokenFormatVersion = 1;
 inline constexpr std::int64_t kTokenChunk = 64 * 1024;   // elements per `tokens` chunk
 inline constexpr std::int64_t kOffsetChunk = 8 * 1024;   // elements per `doc_offsets` chunk
+inline constexpr const char* kTokenizerModelDataset = "tokenizer_model";
 
 struct TokenFileHeader {
   int vocab_size = 0;
@@ -25,12 +26,22 @@ struct TokenFileHeader {
   std::string tokenizer_hash;
   std::int64_t n_tokens = 0;
   std::int64_t n_documents = 0;
+  bool has_tokenizer_model = false;  // dataset `tokenizer_model` is present
 };
 
 // Checks that `f` is a token file this build understands (format, version,
 // attributes, datasets and their lengths) and returns its header. Every error
 // names the file.
 TokenFileHeader read_token_header(const h5::File& f);
+
+// The embedded tokenizer file text (dataset `tokenizer_model`), or "".
+std::string read_embedded_tokenizer(const h5::File& f);
+
+// The tokenizer that decodes `f`: the built-in one its `tokenizer` attribute
+// names, else the file `tokenizer_file` when given, else the embedded model.
+// Its hash must equal the file's `tokenizer_hash`. Errors say what to pass.
+std::unique_ptr<Tokenizer> tokenizer_for(const h5::File& f, const TokenFileHeader& h,
+                                         const std::string& tokenizer_file = "");
 
 // Writes a token file document by document. Everything goes to `path + ".tmp"`
 // and is renamed onto `path` only by finish(); a writer destroyed without
@@ -47,6 +58,12 @@ class TokenFileWriter {
   // [0, vocab_size) and must not be the end-of-document id itself; a rejected
   // document leaves the file unchanged.
   void add_document(std::span<const std::int32_t> ids);
+  // The same in parts, for documents too long to hold in memory: any number
+  // of append_tokens (each checked whole before it is taken), then
+  // end_document().
+  void append_tokens(std::span<const std::int32_t> ids);
+  void end_document();
+  bool in_document() const { return doc_open_; }
   // Flushes, writes the attributes and renames the temp file onto the target.
   // Throws when no document was added.
   void finish();
@@ -57,13 +74,18 @@ class TokenFileWriter {
 
  private:
   void flush(bool all);
+  void check(std::span<const std::int32_t> ids, std::int64_t first_pos) const;
+  void push(std::span<const std::int32_t> ids);  // checked already
   std::string path_, tmp_;
+  std::string model_text_;
   TokenFileHeader header_;
   h5::File file_;
   h5::Dataset tokens_, offsets_;
   std::vector<std::uint32_t> token_buf_;
   std::vector<std::uint64_t> offset_buf_;
   std::int64_t n_tokens_ = 0, n_docs_ = 0;
+  std::int64_t doc_tokens_ = 0;  // tokens of the open document so far
+  bool doc_open_ = false;
   bool finished_ = false;
 };
 

@@ -72,3 +72,34 @@ class FakeTokenizer final : public Tokenizer {
             << "message \"" << msg_ << "\" lacks \"" << part_ << "\"";      \
     }                                                                        \
   } while (0)
+
+#include <numeric>
+
+#include "io/token_file.hpp"
+
+namespace wiola::test {
+
+// A token file of documents (ids without their end-of-document id).
+inline std::string write_docs(const std::string& path, const Tokenizer& tok,
+                              const std::vector<std::vector<std::int32_t>>& docs) {
+  TokenFileWriter w(path, tok);
+  for (const auto& d : docs) w.add_document(d);
+  w.finish();
+  return path;
+}
+
+// `n_docs` documents of `len` ids each (len - 1 ids plus the eod); document
+// d's ids are d * len + i, so every token says where it came from (with a
+// vocabulary large enough).
+inline std::string numbered_docs(const std::string& path, const Tokenizer& tok, int n_docs,
+                                 int len) {
+  std::vector<std::vector<std::int32_t>> docs(static_cast<std::size_t>(n_docs));
+  for (int d = 0; d < n_docs; ++d) {
+    docs[static_cast<std::size_t>(d)].resize(static_cast<std::size_t>(len - 1));
+    std::iota(docs[static_cast<std::size_t>(d)].begin(), docs[static_cast<std::size_t>(d)].end(),
+              d * len);
+  }
+  return write_docs(path, tok, docs);
+}
+
+}  // namespace wiola::test

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "io/byte_tokenizer.hpp"
+#include "io/h5.hpp"
+#include "io/token_file.hpp"
 #include "io/fortunes.hpp"
 #include "io/token_dataset.hpp"
 #include "io_test_util.hpp"
@@ -54,26 +56,44 @@ TEST(Fortunes, ValidationSplitIsDeterministic) {
   EXPECT_ERROR(is_validation_document("x", 1), "--val-every");
 }
 
-// The embedded dataset built by `all` (cmake/WiolaEmbeddedData.cmake).
+// The embedded dataset built by `all` (cmake/WiolaEmbeddedData.cmake): BPE
+// tokens, the tokenizer trained on the training documents and embedded.
 TEST(Fortunes, EmbeddedDataset) {
   if (!fs::exists(WIOLA_EMBEDDED_TRAIN) || !fs::exists(WIOLA_EMBEDDED_VAL))
     GTEST_SKIP() << "embedded dataset not built";
   const TokenDataset train({WIOLA_EMBEDDED_TRAIN}, 128), val({WIOLA_EMBEDDED_VAL}, 128);
-  EXPECT_EQ(train.vocab_size(), 257);
+  if (train.tokenizer() == "byte") GTEST_SKIP() << "built with the byte tokenizer";
+  EXPECT_EQ(train.tokenizer(), "bpe");
   EXPECT_EQ(train.eod_id(), 256);
-  EXPECT_EQ(train.tokenizer(), "byte");
+  EXPECT_GE(train.vocab_size(), 1024);
+  EXPECT_LE(train.vocab_size(), 4096);
+  EXPECT_EQ(val.tokenizer_hash(), train.tokenizer_hash());
   EXPECT_GT(train.num_tokens(), 10 * val.num_tokens());
   EXPECT_GT(val.num_windows(), 100);
+  const h5::File tf = h5::File::open_read(WIOLA_EMBEDDED_TRAIN);
+  const auto tok = tokenizer_for(tf, read_token_header(tf));
   std::vector<std::int32_t> win(129);
   for (std::int64_t w : {std::int64_t{0}, train.num_windows() - 1}) {
     train.read_window(w, win.data());
-    for (auto id : win) EXPECT_TRUE(id >= 0 && id < 257);
+    for (auto id : win) EXPECT_TRUE(id >= 0 && id < train.vocab_size());
   }
-  if (fs::is_directory(kFortunesDir)) {
-    const auto docs = read_fortune_documents(kFortunesDir);
-    std::int64_t tokens = 0;
-    for (const auto& d : docs) tokens += static_cast<std::int64_t>(d.size()) + 1;
-    EXPECT_EQ(train.num_tokens() + val.num_tokens(), tokens);
+  if (!fs::is_directory(kFortunesDir)) return;
+  // Every fortune round-trips, on its side of the split, in order.
+  const auto docs = read_fortune_documents(kFortunesDir);
+  std::vector<std::string> want[2];
+  for (const auto& d : docs) want[is_validation_document(d, 20) ? 1 : 0].push_back(d);
+  int side = 0;
+  for (const char* path : {WIOLA_EMBEDDED_TRAIN, WIOLA_EMBEDDED_VAL}) {
+    const h5::File f = h5::File::open_read(path);
+    const auto ids = f.read<std::int32_t>("tokens");
+    auto offsets = f.read<std::uint64_t>("doc_offsets");
+    offsets.push_back(ids.size());
+    ASSERT_EQ(offsets.size() - 1, want[side].size());
+    for (std::size_t d = 0; d + 1 < offsets.size(); ++d) {
+      const std::span<const std::int32_t> doc(ids.data() + offsets[d], offsets[d + 1] - offsets[d] - 1);
+      ASSERT_EQ(tok->decode(doc), want[side][d]) << path << " document " << d;
+    }
+    ++side;
   }
 }
 

@@ -182,7 +182,7 @@ TEST(TokenDataset, TooFewTokens) {
   const std::string small = counting_file(dir, "small.h5", 4, tok);
   EXPECT_ERROR(TokenDataset({a, small}, 4), "small.h5: has 4 tokens",
                "fewer than one window of T+1 = 5");
-  EXPECT_ERROR(TokenDataset({}, 4), "no files");
+  EXPECT_ERROR(TokenDataset(std::vector<std::string>{}, 4), "no files");
   EXPECT_ERROR(TokenDataset({a}, 0), "seq_len");
 }
 
