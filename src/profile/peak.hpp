@@ -1,0 +1,34 @@
+#pragma once
+// The peak FLOP/s that MFU is measured against, per rank: a named device's
+// dense peak, a number given by the user, or (on the CPU backend) a measured
+// single-precision GEMM on the rank's own threads.
+#include <optional>
+#include <string>
+
+namespace wiola::profile {
+
+struct PeakFlops {
+  double per_rank = 0;  // FLOP/s
+  std::string source;   // "measured sgemm 1024^3, 1 thread", "h100 bf16 dense", "given"
+};
+
+// Known devices (dense bf16 tensor-core peak, no sparsity): h100 and h200 989
+// TFLOP/s, a100 312. Lower-case names; nullopt when unknown.
+std::optional<double> device_peak_tflops(const std::string& device);
+// "h100, h200, a100" for messages.
+std::string known_devices();
+
+// FLOP/s of C = A·Bᵀ with n×n fp32 matrices (2n³ FLOPs per product) on the
+// calling thread's OpenMP/BLAS threads: the best single repetition over at
+// least `seconds` of repetitions (after one warm-up). Every rank of a job
+// should call it at the same time, so ranks sharing cores share them here too.
+double measure_sgemm_flops(int n, double seconds);
+
+// Checks --peak-tflops: a number (TFLOP/s per rank), a device name, or
+// "measured". Returns the peak per rank, 0 for "measured"; throws
+// wiola::Error naming the flag otherwise.
+double parse_peak_spec(const std::string& spec);
+// The peak for --peak-tflops; "measured" runs measure_sgemm_flops.
+PeakFlops resolve_peak(const std::string& spec, int gemm_n, double gemm_seconds, int threads);
+
+}  // namespace wiola::profile

@@ -1,0 +1,59 @@
+#pragma once
+// Records the measured steps of a training run on one rank (a TrainObserver),
+// and gathers every rank's record to rank 0.
+//
+// Clock alignment: after the last warm-up step every rank enters a world
+// barrier and then measures its clock's offset to rank 0's
+// (profile/clock_sync.hpp); every time is in seconds since rank 0 left the
+// barrier, on a clock common to all ranks.
+#include <cstdint>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "pipeline/schedule.hpp"
+#include "pipeline/stage_executor.hpp"
+#include "train/trainer.hpp"
+
+namespace wiola::profile {
+
+// One executed action of a measured step.
+struct TimedAction {
+  int step = 0;  // measured step, 1-based
+  pipeline::ActionKind kind = pipeline::ActionKind::Forward;
+  int microbatch = -1;
+  double begin = 0, end = 0;  // seconds since the common origin
+  double waited = 0;          // of which blocked on a peer (at the start of the action)
+};
+
+struct RankRecord {
+  int rank = 0, stage = 0, dp_index = 0;
+  int steps = 0;                  // measured steps
+  StageTimes times;               // summed over the measured steps
+  double window_s = 0;            // origin to the end of the last measured step
+  std::vector<double> step_ends;  // seconds since the origin, per measured step
+  double peak_flops = 0;          // this rank's peak (FLOP/s)
+  double peak_rss_bytes = 0;
+  std::vector<TimedAction> actions;
+};
+
+class StepRecorder final : public TrainObserver {
+ public:
+  // Steps 1..warmup are not recorded; the barrier follows step `warmup` (>= 1).
+  StepRecorder(comm::Communicator& world, int warmup_steps);
+  bool wants_events() const override { return armed_; }
+  void on_step(std::int64_t step, const StageExecutor::Result& result) override;
+  RankRecord& record() { return rec_; }
+
+ private:
+  comm::Communicator& world_;
+  int warmup_;
+  bool armed_ = false;
+  double t0_ = 0;  // the common origin, in this rank's steady-clock seconds
+  RankRecord rec_;
+};
+
+// Every rank's record on rank 0 (index = world rank), by point-to-point
+// messages over `world`; an empty vector on the other ranks. Collective.
+std::vector<RankRecord> gather_records(comm::Communicator& world, const RankRecord& mine);
+
+}  // namespace wiola::profile

@@ -1,0 +1,513 @@
+#include "profile/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "model/flops.hpp"
+
+namespace wiola::profile {
+
+namespace {
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+std::string csv_number(double v) {
+  std::string s;
+  append_json_number(s, v);
+  return s == "null" ? "" : s;
+}
+
+// Appends ",<number>" (or just "," when !present).
+void add_field(std::string& out, double v, bool present = true) {
+  out += ',';
+  if (present) out += csv_number(v);
+}
+
+std::string percent(double f) { return fmt("%.1f%%", 100 * f); }
+
+std::string stage_label(const StageSpec& sp, int stage) {
+  return fmt("stage %d [%d,%d)", stage, sp.first_layer, sp.end_layer);
+}
+
+// Milliseconds, with rounding noise around zero shown as 0.
+double ms(double s) { return std::fabs(s) < 5e-9 ? 0.0 : s * 1e3; }
+
+// "22.47 G", "5.178 P": FLOP/s with an SI prefix, 4 significant digits.
+std::string si(double v) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (std::fabs(v) >= 1000 && i < 6) {
+    v /= 1000;
+    ++i;
+  }
+  return fmt("%.4g %s", v, prefixes[i]);
+}
+
+std::string split_row(const std::string& label, int ranks, const TimeSplit& t, double theory,
+                      double tokens_per_s, double flops_per_s, double mfu, double compute_mfu,
+                      double rss, bool with_memory) {
+  std::string row = fmt("%-20s %5d %9.2f %8.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7s %7s",
+                        label.c_str(), ranks, ms(t.step), ms(t.compute), ms(t.wait),
+                        ms(t.drain), ms(t.comm), ms(t.reduce), ms(t.optimizer), ms(t.other),
+                        percent(t.bubble()).c_str(), percent(theory).c_str());
+  row += fmt(" %11.0f %9s %6s %6s", tokens_per_s, si(flops_per_s).c_str(), percent(mfu).c_str(),
+             percent(compute_mfu).c_str());
+  if (with_memory) row += fmt(" %8.1f", rss / (1024.0 * 1024.0));
+  row += "\n";
+  return row;
+}
+
+Json split_json(const TimeSplit& t) {
+  return Json::object()
+      .set("step_s", t.step)
+      .set("compute_s", t.compute)
+      .set("wait_s", t.wait)
+      .set("drain_s", t.drain)
+      .set("comm_s", t.comm)
+      .set("reduce_s", t.reduce)
+      .set("optimizer_s", t.optimizer)
+      .set("other_s", t.other)
+      .set("bubble", t.bubble());
+}
+
+const char* kCsvSplit = "step_s,compute_s,wait_s,drain_s,comm_s,reduce_s,optimizer_s,other_s,bubble";
+
+std::string csv_split(const TimeSplit& t) {
+  std::string s;
+  for (double v : {t.step, t.compute, t.wait, t.drain, t.comm, t.reduce, t.optimizer, t.other,
+                   t.bubble()}) {
+    s += csv_number(v);
+    s += ',';
+  }
+  s.pop_back();
+  return s;
+}
+
+Json layout_json(const RunLayout& l) {
+  Json split = Json::array(), stages = Json::array();
+  for (const StageSpec& s : l.stages) {
+    split.push(s.num_layers());
+    stages.push(Json::object()
+                    .set("first_layer", s.first_layer)
+                    .set("end_layer", s.end_layer)
+                    .set("embed", s.embed)
+                    .set("head", s.head));
+  }
+  return Json::object()
+      .set("pp", l.pp)
+      .set("dp", l.dp)
+      .set("world", l.world())
+      .set("schedule", std::string(pipeline::schedule_kind_name(l.schedule)))
+      .set("zero", l.zero)
+      .set("micro_batch", l.micro_batch)
+      .set("microbatches", l.microbatches)
+      .set("global_batch", l.global_batch)
+      .set("tokens_per_step", l.tokens_per_step())
+      .set("threads", l.threads)
+      .set("dtype", std::string(dtype_name(l.dtype)))
+      .set("dtype_bytes", int(dtype_size(l.dtype)))
+      .set("stage_layers", std::move(split))
+      .set("stages", std::move(stages));
+}
+
+Json model_json(const ModelConfig& c) {
+  return Json::object()
+      .set("preset", c.preset)
+      .set("d", c.d)
+      .set("layers", c.L)
+      .set("heads", c.H)
+      .set("kv_heads", c.Hkv)
+      .set("dsff_a", c.dA)
+      .set("dsff_b", c.dB)
+      .set("vocab", c.V)
+      .set("seq_len", c.T)
+      .set("lambda", c.Lambda)
+      .set("summary", std::string(summary_mode_name(c.summary)))
+      .set("atm", std::string(atm_mode_name(c.atm)))
+      .set("params", param_count(c))
+      .set("training_flops_per_token", training_flops_per_token(c));
+}
+
+Json stages_json(const RunLayout& l, const Metrics& m) {
+  Json out = Json::array();
+  for (const StageMetrics& s : m.stages) {
+    Json j = split_json(s.t);
+    j.set("stage", s.stage)
+        .set("first_layer", s.spec.first_layer)
+        .set("end_layer", s.spec.end_layer)
+        .set("replicas", s.replicas)
+        .set("params", l.stage_params(s.stage))
+        .set("train_flops_per_token", s.train_flops_per_token)
+        .set("tokens_per_s", s.tokens_per_s)
+        .set("flops_per_s", s.flops_per_s)
+        .set("peak_flops", s.peak_flops)
+        .set("mfu", s.mfu)
+        .set("compute_mfu", s.compute_mfu)
+        .set("peak_rss_bytes", s.peak_rss_bytes)
+        .set("forward_s", s.forward_s)
+        .set("backward_s", s.backward_s)
+        .set("outside_actions_s", s.outside_s)
+        .set("message_bytes", s.message_bytes);
+    out.push(std::move(j));
+  }
+  return out;
+}
+
+Json overall_json(const OverallMetrics& o) {
+  Json steps = Json::array();
+  for (double v : o.step_times) steps.push(v);
+  return Json::object()
+      .set("step_s", o.step_s)
+      .set("tokens_per_s", o.tokens_per_s)
+      .set("flops_per_s", o.flops_per_s)
+      .set("peak_flops", o.peak_flops)
+      .set("mfu", o.mfu)
+      .set("compute_mfu", o.compute_mfu)
+      .set("bubble", o.bubble)
+      .set("bubble_theory", o.bubble_theory)
+      .set("peak_rss_bytes", o.peak_rss_bytes)
+      .set("split", split_json(o.t))
+      .set("step_times_s", std::move(steps));
+}
+
+std::string table_header(bool with_memory) {
+  std::string h = fmt("%-20s %5s %9s %8s %7s %7s %7s %7s %7s %7s %7s %7s %11s %9s %6s %6s",
+                      "ms per step", "ranks", "step", "compute", "wait", "drain", "comm",
+                      "reduce", "optim", "other", "bubble", "theory", "tokens/s", "FLOP/s",
+                      "MFU", "cMFU");
+  if (with_memory) h += fmt(" %8s", "RSS MiB");
+  h += "\n";
+  return h;
+}
+
+}  // namespace
+
+std::string human_duration(double s) {
+  if (!(s >= 0)) return "-";
+  if (s < 1) return fmt("%.0f ms", s * 1e3);
+  if (s < 120) return fmt("%.1f s", s);
+  if (s < 7200) return fmt("%.1f min", s / 60);
+  if (s < 3 * 86400) return fmt("%.1f h", s / 3600);
+  return fmt("%.1f days", s / 86400);
+}
+
+std::string human_bytes(double b) {
+  if (b < 1024) return fmt("%.0f B", b);
+  if (b < 1024.0 * 1024) return fmt("%.1f KiB", b / 1024);
+  if (b < 1024.0 * 1024 * 1024) return fmt("%.1f MiB", b / (1024.0 * 1024));
+  return fmt("%.2f GiB", b / (1024.0 * 1024 * 1024));
+}
+
+std::string format_split_table(const RunLayout& layout, const Metrics& m, bool with_memory) {
+  std::string out = table_header(with_memory);
+  const double theory = m.overall.bubble_theory;
+  for (const StageMetrics& s : m.stages)
+    out += split_row(stage_label(s.spec, s.stage), s.replicas, s.t, theory, s.tokens_per_s,
+                     s.flops_per_s, s.mfu, s.compute_mfu, s.peak_rss_bytes, with_memory);
+  const OverallMetrics& o = m.overall;
+  out += split_row("all (rank mean)", layout.world(), o.t, theory, o.tokens_per_s, o.flops_per_s,
+                   o.mfu, o.compute_mfu, o.peak_rss_bytes, with_memory);
+  return out;
+}
+
+std::string format_profile(const ProfileResult& r, double budget_tokens,
+                           const std::string& budget_name) {
+  const RunLayout& l = r.layout;
+  const Metrics& m = r.metrics;
+  std::string out = "wiola-profile: ";
+  out += l.model.describe();
+  out += "\n";
+  out += fmt("  %lld parameters (exact), %.4g training FLOP/token (docs/models.md)\n",
+             static_cast<long long>(param_count(l.model)), training_flops_per_token(l.model));
+  out += "  layout: ";
+  out += l.describe();
+  out += fmt(" (%lld tokens/step)\n", static_cast<long long>(l.tokens_per_step()));
+  std::vector<double> st = m.overall.step_times;
+  std::sort(st.begin(), st.end());
+  out += fmt("  %d warm-up + %d measured steps; step time min %.2f / median %.2f / max %.2f ms\n",
+             r.warmup_steps, r.measured_steps, st.empty() ? 0 : st.front() * 1e3,
+             st.empty() ? 0 : st[st.size() / 2] * 1e3, st.empty() ? 0 : st.back() * 1e3);
+  out += fmt("  peak %.2f GFLOP/s per rank on rank 0 (%s), %.2f GFLOP/s over all ranks\n",
+             r.peak.per_rank / 1e9, r.peak.source.c_str(), m.overall.peak_flops / 1e9);
+  if (r.link.measured)
+    out += fmt("  link rank 0 <-> rank 1: latency %.2f us, bandwidth %.2f GB/s (%s messages)\n",
+               r.link.latency_s * 1e6, r.link.bandwidth_Bps / 1e9,
+               human_bytes(double(r.link.bytes)).c_str());
+  out += "\n";
+  out += format_split_table(l, m, true);
+  out += "\n";
+  out += fmt("  throughput %.0f tokens/s, %.3f GFLOP/s, MFU %s; bubble %s measured vs %s theory "
+             "((P-1)/(m+P-1), %s)\n",
+             m.overall.tokens_per_s, m.overall.flops_per_s / 1e9, percent(m.overall.mfu).c_str(),
+             percent(m.overall.bubble).c_str(), percent(m.overall.bubble_theory).c_str(),
+             std::string(pipeline::schedule_kind_name(l.schedule)).c_str());
+  out += "  bubble = (wait + drain) / step; MFU = model FLOP/s / peak; cMFU = the same FLOPs over "
+         "compute time only\n";
+  out += "  RSS MiB = peak resident set size per rank during the run (getrusage ru_maxrss";
+  out += r.rss_reset ? ", reset at the run's start" : ", since process start";
+  out += "): host memory, not device memory\n";
+  if (budget_tokens > 0)
+    out += fmt("  time to train %.4g tokens (%s) at this rate: %s\n", budget_tokens,
+               budget_name.c_str(), human_duration(budget_tokens / m.overall.tokens_per_s).c_str());
+  return out;
+}
+
+std::string profile_csv(const ProfileResult& r) {
+  const RunLayout& l = r.layout;
+  const Metrics& m = r.metrics;
+  std::string out = "scope,rank,stage,dp_index,first_layer,end_layer,ranks,";
+  out += kCsvSplit;
+  out += ",bubble_theory,tokens_per_s,flops_per_s,peak_flops,mfu,compute_mfu,peak_rss_bytes,"
+         "forward_s,backward_s,preset,pp,dp,micro_batch,microbatches,global_batch,zero,schedule\n";
+  const std::string tail = fmt(",%s,%d,%d,%d,%d,%d,%d,%s\n", l.model.preset.c_str(), l.pp, l.dp,
+                               l.micro_batch, l.microbatches, l.global_batch, l.zero,
+                               std::string(pipeline::schedule_kind_name(l.schedule)).c_str());
+  for (const RankMetrics& k : m.ranks) {
+    const StageSpec& sp = l.stages[std::size_t(k.stage)];
+    out += fmt("rank,%d,%d,%d,%d,%d,1,", k.rank, k.stage, k.dp_index, sp.first_layer,
+               sp.end_layer);
+    out += csv_split(k.t);
+    for (double v : {m.overall.bubble_theory, double(l.tokens_per_step()) / k.t.step,
+                     k.flops_per_s, k.peak_flops, k.mfu, k.compute_mfu, k.peak_rss_bytes,
+                     k.forward_s, k.backward_s})
+      add_field(out, v);
+    out += tail;
+  }
+  for (const StageMetrics& s : m.stages) {
+    out += fmt("stage,,%d,,%d,%d,%d,", s.stage, s.spec.first_layer, s.spec.end_layer, s.replicas);
+    out += csv_split(s.t);
+    for (double v : {m.overall.bubble_theory, s.tokens_per_s, s.flops_per_s, s.peak_flops, s.mfu,
+                     s.compute_mfu, s.peak_rss_bytes, s.forward_s, s.backward_s})
+      add_field(out, v);
+    out += tail;
+  }
+  const OverallMetrics& o = m.overall;
+  out += fmt("all,,,,0,%d,%d,", l.model.L, l.world());
+  out += csv_split(o.t);
+  for (double v : {o.bubble_theory, o.tokens_per_s, o.flops_per_s, o.peak_flops, o.mfu,
+                   o.compute_mfu})
+    add_field(out, v);
+  out += ",";
+  out += csv_number(o.peak_rss_bytes);
+  out += ",,";
+  out += tail;
+  return out;
+}
+
+Json profile_json(const ProfileResult& r) {
+  const RunLayout& l = r.layout;
+  const Metrics& m = r.metrics;
+  Json ranks = Json::array(), peaks = Json::array();
+  double peak_sum = 0;
+  for (const RankMetrics& k : m.ranks) {
+    Json j = split_json(k.t);
+    j.set("rank", k.rank)
+        .set("stage", k.stage)
+        .set("dp_index", k.dp_index)
+        .set("flops_per_s", k.flops_per_s)
+        .set("peak_flops", k.peak_flops)
+        .set("mfu", k.mfu)
+        .set("compute_mfu", k.compute_mfu)
+        .set("peak_rss_bytes", k.peak_rss_bytes)
+        .set("forward_s", k.forward_s)
+        .set("backward_s", k.backward_s)
+        .set("outside_actions_s", k.outside_s);
+    ranks.push(std::move(j));
+    peaks.push(k.peak_flops);
+    peak_sum += k.peak_flops;
+  }
+  Json doc = Json::object();
+  doc.set("tool", "wiola-profile").set("format", 1);
+  doc.set("model", model_json(l.model));
+  doc.set("layout", layout_json(l));
+  doc.set("steps", Json::object().set("warmup", r.warmup_steps).set("measured", r.measured_steps));
+  doc.set("peak", Json::object()
+                      .set("source", r.peak.source)
+                      .set("mean_per_rank_flops", m.ranks.empty() ? 0.0 : peak_sum / double(m.ranks.size()))
+                      .set("per_rank_flops", std::move(peaks)));
+  doc.set("link", Json::object()
+                      .set("measured", r.link.measured)
+                      .set("latency_s", r.link.latency_s)
+                      .set("bandwidth_Bps", r.link.bandwidth_Bps)
+                      .set("bytes", double(r.link.bytes)));
+  doc.set("memory", Json::object()
+                        .set("what", "peak resident set size (getrusage ru_maxrss), host memory")
+                        .set("reset_at_run_start", r.rss_reset));
+  doc.set("overall", overall_json(m.overall));
+  doc.set("stages", stages_json(l, m));
+  doc.set("ranks", std::move(ranks));
+  doc.set("layer_times", layer_times_json(derive_layer_times(l, m.stages)));
+  doc.set("optimizer_seconds_per_param", optimizer_seconds_per_param(l, m));
+  return doc;
+}
+
+namespace {
+void sort_rows(std::vector<SweepRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
+    if (a.ok != b.ok) return a.ok;
+    return a.tokens_per_s > b.tokens_per_s;
+  });
+}
+}  // namespace
+
+std::string format_sweep(std::vector<SweepRow> rows) {
+  sort_rows(rows);
+  std::string out = fmt("%4s %3s %3s %4s %4s %4s %6s %10s %11s %6s %7s %7s %10s %9s %8s\n", "#",
+                        "pp", "dp", "mb", "m", "zero", "sched", "step ms", "tokens/s", "MFU",
+                        "bubble", "theory", "sim ms", "sim bub", "RSS MiB");
+  int i = 0;
+  for (const SweepRow& r : rows) {
+    const SweepPoint& p = r.point;
+    out += fmt("%4d %3d %3d %4d %4d %4d %6s ", ++i, p.pp, p.dp, p.micro_batch, p.microbatches,
+               p.zero, p.schedule.c_str());
+    if (!r.ok) {
+      out += "refused: ";
+      out += r.error;
+      out += "\n";
+      continue;
+    }
+    out += fmt("%10.2f %11.0f %6s %7s %7s %10.2f %9s %8.1f\n", r.step_s * 1e3, r.tokens_per_s,
+               percent(r.mfu).c_str(), percent(r.bubble).c_str(),
+               percent(r.bubble_theory).c_str(), r.predicted_step_s * 1e3,
+               percent(r.predicted_bubble).c_str(), r.peak_rss_bytes / (1024.0 * 1024.0));
+  }
+  return out;
+}
+
+std::string sweep_csv(std::vector<SweepRow> rows) {
+  sort_rows(rows);
+  std::string out =
+      "pp,dp,micro_batch,microbatches,global_batch,zero,schedule,ok,step_s,tokens_per_s,mfu,"
+      "bubble,bubble_theory,predicted_step_s,predicted_bubble,peak_rss_bytes,error\n";
+  for (const SweepRow& r : rows) {
+    const SweepPoint& p = r.point;
+    out += fmt("%d,%d,%d,%d,%d,%d,%s,%d", p.pp, p.dp, p.micro_batch, p.microbatches,
+               p.global_batch, p.zero, p.schedule.c_str(), r.ok ? 1 : 0);
+    for (double v : {r.step_s, r.tokens_per_s, r.mfu, r.bubble, r.bubble_theory,
+                     r.predicted_step_s, r.predicted_bubble, r.peak_rss_bytes})
+      add_field(out, v, r.ok);
+    std::string err = r.error;
+    std::replace(err.begin(), err.end(), '"', '\'');
+    out += ",\"";
+    out += err;
+    out += "\"\n";
+  }
+  return out;
+}
+
+std::string format_projection(const Projection& p) {
+  const ProjectionSpec& s = p.spec;
+  const RunLayout& l = s.layout;
+  std::string out = "wiola-profile --project: ";
+  out += l.model.describe();
+  out += "\n";
+  out += fmt("  %lld parameters (exact), %.4g training FLOP/token\n",
+             static_cast<long long>(param_count(l.model)), training_flops_per_token(l.model));
+  out += fmt("  cluster: %d node(s) x %d ranks; intra-node %.2f us + %.2f GB/s, inter-node %.2f "
+             "us + %.2f GB/s (0 GB/s = unlimited)\n",
+             s.nodes, s.cluster.ranks_per_node, s.cluster.intra.latency_s * 1e6,
+             s.cluster.intra.bandwidth_Bps / 1e9, s.cluster.inter.latency_s * 1e6,
+             s.cluster.inter.bandwidth_Bps / 1e9);
+  out += "  layout: ";
+  out += l.describe();
+  out += fmt(" (%lld tokens/step)\n", static_cast<long long>(l.tokens_per_step()));
+  out += "  compute times: ";
+  out += s.source_text;
+  out += "\n";
+  if (s.peak_flops > 0)
+    out += fmt("  peak %.4g TFLOP/s per rank (%s)\n", s.peak_flops / 1e12, s.peak_source.c_str());
+  out += "\n";
+  out += fmt("  %-20s %12s %12s %12s %12s %13s %13s\n", "per stage", "fwd ms/mb", "bwd ms/mb",
+             "message", "params", "optimizer ms", "grad reduce");
+  for (int st = 0; st < l.pp; ++st) {
+    const SimStage& c = p.input.stages[std::size_t(st)];
+    const double reduce_bytes = c.grad_bytes;
+    out += fmt("  %-20s %12.4f %12.4f %12s %12lld %13.4f %13s\n",
+               stage_label(l.stages[std::size_t(st)], st).c_str(), c.forward_s * 1e3,
+               c.backward_s * 1e3, human_bytes(c.message_bytes).c_str(),
+               static_cast<long long>(l.stage_params(st)),
+               c.optimizer_s / (l.zero >= 1 ? l.dp : 1) * 1e3, human_bytes(reduce_bytes).c_str());
+  }
+  out += "\n  predicted step:\n";
+  out += format_split_table(l, p.metrics, false);
+  const OverallMetrics& o = p.metrics.overall;
+  out += fmt("\n  predicted: step %.4g ms, %.0f tokens/s, bubble %s (theory %s)", o.step_s * 1e3,
+             o.tokens_per_s, percent(o.bubble).c_str(), percent(o.bubble_theory).c_str());
+  if (s.peak_flops > 0) out += fmt(", MFU %s", percent(o.mfu).c_str());
+  out += "\n";
+  if (s.measured)
+    out += fmt("  measured (the profile of this layout): step %.4g ms, %.0f tokens/s, bubble %s; "
+               "prediction error %+.1f%% step, %+.1f points bubble\n",
+               s.measured->step_s * 1e3, s.measured->tokens_per_s,
+               percent(s.measured->bubble).c_str(),
+               100 * (o.step_s / s.measured->step_s - 1), 100 * (o.bubble - s.measured->bubble));
+  if (p.budget_tokens > 0) {
+    const double steps = p.budget_tokens / double(l.tokens_per_step());
+    out += fmt("  time to train %.4g tokens (%s): %.0f steps, %s\n", p.budget_tokens,
+               s.train_tokens.c_str(), std::ceil(steps), human_duration(p.time_to_train_s).c_str());
+  }
+  if (!s.ignored_keys.empty()) {
+    out += "  WARNING: keys nobody read (typos?):";
+    for (const std::string& k : s.ignored_keys) {
+      out += ' ';
+      out += k;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+Json projection_json(const Projection& p) {
+  const ProjectionSpec& s = p.spec;
+  Json stages = stages_json(s.layout, p.metrics);
+  Json costs = Json::array();
+  for (const SimStage& c : p.input.stages)
+    costs.push(Json::object()
+                   .set("forward_s", c.forward_s)
+                   .set("backward_s", c.backward_s)
+                   .set("message_bytes", c.message_bytes)
+                   .set("grad_bytes", c.grad_bytes)
+                   .set("param_bytes", c.param_bytes)
+                   .set("embed_bytes", c.embed_bytes)
+                   .set("optimizer_s", c.optimizer_s)
+                   .set("other_s", c.other_s));
+  Json doc = Json::object();
+  doc.set("tool", "wiola-profile --project").set("format", 1);
+  doc.set("model", model_json(s.layout.model));
+  doc.set("layout", layout_json(s.layout));
+  doc.set("cluster", Json::object()
+                         .set("nodes", s.nodes)
+                         .set("ranks_per_node", s.cluster.ranks_per_node)
+                         .set("intra_latency_s", s.cluster.intra.latency_s)
+                         .set("intra_bandwidth_Bps", s.cluster.intra.bandwidth_Bps)
+                         .set("inter_latency_s", s.cluster.inter.latency_s)
+                         .set("inter_bandwidth_Bps", s.cluster.inter.bandwidth_Bps)
+                         .set("peak_flops_per_rank", s.peak_flops));
+  doc.set("compute_times", s.source_text);
+  doc.set("stage_costs", std::move(costs));
+  doc.set("predicted", overall_json(p.metrics.overall));
+  doc.set("stages", std::move(stages));
+  if (s.measured)
+    doc.set("measured", Json::object()
+                            .set("step_s", s.measured->step_s)
+                            .set("bubble", s.measured->bubble)
+                            .set("tokens_per_s", s.measured->tokens_per_s));
+  if (p.budget_tokens > 0)
+    doc.set("budget", Json::object()
+                          .set("tokens", p.budget_tokens)
+                          .set("what", s.train_tokens)
+                          .set("time_to_train_s", p.time_to_train_s));
+  return doc;
+}
+
+}  // namespace wiola::profile

@@ -1,0 +1,128 @@
+#include "profile/sweep.hpp"
+
+#include <algorithm>
+#include <ostream>
+
+#include "core/error.hpp"
+#include "profile/profile_run.hpp"
+#include "profile/projection.hpp"
+#include "profile/report.hpp"
+
+namespace wiola::profile {
+
+std::string SweepPoint::describe() const {
+  std::string s = "pp ";
+  s += std::to_string(pp);
+  s += " dp " + std::to_string(dp);
+  s += " mb " + std::to_string(micro_batch);
+  s += " m " + std::to_string(microbatches);
+  s += " zero " + std::to_string(zero);
+  s += " " + schedule;
+  return s;
+}
+
+std::vector<SweepPoint> sweep_points(const TrainOptions& base, const SweepSpec& spec, int world,
+                                     std::vector<std::string>& skipped) {
+  std::vector<int> pps = spec.pp;
+  if (pps.empty())
+    for (int p = 1; p <= world; ++p)
+      if (world % p == 0 && p <= base.model.L) pps.push_back(p);
+  const std::vector<int> mbs = spec.micro_batch.empty() ? std::vector<int>{base.micro_batch}
+                                                        : spec.micro_batch;
+  const std::vector<int> zeros = spec.zero.empty() ? std::vector<int>{base.zero} : spec.zero;
+  const std::vector<std::string> scheds =
+      spec.schedule.empty() ? std::vector<std::string>{base.schedule} : spec.schedule;
+  const std::vector<int> counts = spec.microbatches.empty() ? std::vector<int>{0} : spec.microbatches;
+  std::vector<SweepPoint> out;
+  for (int pp : pps) {
+    if (pp < 1 || world % pp != 0) {
+      skipped.push_back("pp " + std::to_string(pp) + ": does not divide the world size " +
+                        std::to_string(world));
+      continue;
+    }
+    const int dp = world / pp;
+    for (int mb : mbs)
+      for (int m : counts) {
+        // 0 stands for "keep the global batch".
+        const int global = m > 0 ? m * mb * dp : base.global_batch;
+        if (m == 0 && (mb < 1 || base.global_batch % (mb * dp) != 0)) {
+          skipped.push_back("pp " + std::to_string(pp) + " mb " + std::to_string(mb) +
+                            ": --global-batch " + std::to_string(base.global_batch) +
+                            " is not a multiple of dp x micro-batch = " + std::to_string(dp * mb));
+          continue;
+        }
+        for (int z : zeros)
+          for (const std::string& sc : scheds) {
+            SweepPoint p;
+            p.pp = pp;
+            p.dp = dp;
+            p.micro_batch = mb;
+            p.zero = z;
+            p.schedule = sc;
+            p.global_batch = global;
+            p.microbatches = global / (mb * dp);
+            out.push_back(p);
+          }
+      }
+  }
+  return out;
+}
+
+std::vector<SweepRow> run_sweep(const TrainOptions& base, const std::vector<SweepPoint>& points,
+                                int warmup, int measured, comm::Communicator& world,
+                                const std::string& host, const PeakFlops& peak,
+                                const LinkProbe& link, std::ostream& progress) {
+  std::vector<SweepRow> rows;
+  const bool rank0 = world.rank() == 0;
+  int index = 0;
+  for (const SweepPoint& p : points) {
+    ++index;
+    TrainOptions o = base;
+    o.pp = p.pp;
+    o.dp = p.dp;
+    o.micro_batch = p.micro_batch;
+    o.global_batch = p.global_batch;
+    o.zero = p.zero;
+    o.schedule = p.schedule;
+    // An explicit split only fits the pipeline depth it was written for.
+    if (!o.stage_layers.empty() &&
+        std::count(o.stage_layers.begin(), o.stage_layers.end(), ',') + 1 != p.pp)
+      o.stage_layers.clear();
+    SweepRow row;
+    row.point = p;
+    try {
+      const ProfileResult res = run_profile(o, warmup, measured, world, host, peak, link);
+      if (rank0) {
+        const OverallMetrics& m = res.metrics.overall;
+        row.ok = true;
+        row.step_s = m.step_s;
+        row.tokens_per_s = m.tokens_per_s;
+        row.mfu = m.mfu;
+        row.bubble = m.bubble;
+        row.bubble_theory = m.bubble_theory;
+        row.peak_rss_bytes = m.peak_rss_bytes;
+        const Projection pr = project(projection_from_profile(profile_json(res), {}));
+        row.predicted_step_s = pr.metrics.overall.step_s;
+        row.predicted_bubble = pr.metrics.overall.bubble;
+      }
+    } catch (const CollectiveError& e) {
+      row.error = e.what();
+    }
+    if (rank0) {
+      char buf[200];
+      if (row.ok)
+        std::snprintf(buf, sizeof buf, "[%d/%zu] %-36s %10.0f tokens/s  step %8.2f ms\n", index,
+                      points.size(), p.describe().c_str(), row.tokens_per_s, row.step_s * 1e3);
+      else
+        std::snprintf(buf, sizeof buf, "[%d/%zu] %-36s refused: ", index, points.size(),
+                      p.describe().c_str());
+      progress << buf;
+      if (!row.ok) progress << row.error << "\n";
+      progress.flush();
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+}  // namespace wiola::profile

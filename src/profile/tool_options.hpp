@@ -1,0 +1,36 @@
+#pragma once
+// wiola-profile's own flags. They are taken out of argv first; everything
+// else is wiola-train's (parse_train_options: the same flags and --config
+// file), so a profile runs exactly what the training job would.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "profile/sweep.hpp"
+
+namespace wiola::profile {
+
+struct ToolOptions {
+  bool help = false;
+  int profile_steps = 10;
+  int warmup_steps = 2;
+  std::string peak = "measured";  // --peak-tflops
+  int gemm_size = 1024;
+  double gemm_seconds = 0.5;
+  std::string out_dir;  // --out
+  bool trace = true;
+  bool verbose = false;  // show the trainer's log
+  bool sweep = false;
+  SweepSpec sweep_spec;
+  std::string project;  // --project FILE
+  std::vector<std::string> project_set;
+  std::vector<std::string> train_args;  // argv[0] and the rest, for parse_train_options
+};
+
+// Throws wiola::Error for a malformed value of one of these flags.
+ToolOptions parse_tool_options(int argc, const char* const* argv);
+
+// The help text of the profiler's own flags.
+void print_tool_help(std::ostream& out);
+
+}  // namespace wiola::profile

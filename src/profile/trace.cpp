@@ -1,0 +1,196 @@
+#include "profile/trace.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/error.hpp"
+
+namespace wiola::profile {
+
+int Trace::add_track(int pid, int tid, std::string process_name, std::string thread_name) {
+  tracks_.push_back({pid, tid, std::move(process_name), std::move(thread_name), {}});
+  return int(tracks_.size()) - 1;
+}
+
+void Trace::add_slice(int track, std::string name, std::string category, double begin_s,
+                      double end_s, Json args) {
+  Event e;
+  e.phase = 'X';
+  e.name = std::move(name);
+  e.category = std::move(category);
+  e.ts = begin_s;
+  e.dur = std::max(0.0, end_s - begin_s);
+  e.args = std::move(args);
+  tracks_.at(std::size_t(track)).events.push_back(std::move(e));
+}
+
+void Trace::add_flow(std::string name, int from_track, double from_s, int to_track, double to_s) {
+  const long long id = next_flow_++;
+  Event s;
+  s.phase = 's';
+  s.name = name;
+  s.category = "transfer";
+  s.ts = from_s;
+  s.flow_id = id;
+  tracks_.at(std::size_t(from_track)).events.push_back(s);
+  Event f = s;
+  f.phase = 'f';
+  f.ts = to_s;
+  tracks_.at(std::size_t(to_track)).events.push_back(f);
+}
+
+std::size_t Trace::slices() const {
+  std::size_t n = 0;
+  for (const Track& t : tracks_)
+    for (const Event& e : t.events) n += e.phase == 'X';
+  return n;
+}
+
+Json Trace::to_json(Json other) const {
+  Json events = Json::array();
+  auto meta = [&](const Track& t, const char* what, Json args) {
+    Json e = Json::object();
+    e.set("name", what).set("ph", "M").set("pid", t.pid).set("tid", t.tid).set("args",
+                                                                              std::move(args));
+    events.push(std::move(e));
+  };
+  std::map<int, bool> named_process;
+  for (const Track& t : tracks_) {
+    if (!named_process[t.pid]) {
+      named_process[t.pid] = true;
+      meta(t, "process_name", Json::object().set("name", t.process_name));
+      meta(t, "process_sort_index", Json::object().set("sort_index", t.pid));
+    }
+    meta(t, "thread_name", Json::object().set("name", t.thread_name));
+    meta(t, "thread_sort_index", Json::object().set("sort_index", t.tid));
+  }
+  for (const Track& t : tracks_) {
+    std::vector<const Event*> order;
+    for (const Event& e : t.events) order.push_back(&e);
+    // By start time; at equal starts the longer (enclosing) slice first.
+    std::stable_sort(order.begin(), order.end(), [](const Event* a, const Event* b) {
+      return std::make_tuple(a->ts, -a->dur) < std::make_tuple(b->ts, -b->dur);
+    });
+    for (const Event* e : order) {
+      Json j = Json::object();
+      j.set("name", e->name).set("cat", e->category).set("ph", std::string(1, e->phase));
+      j.set("ts", e->ts * 1e6).set("pid", t.pid).set("tid", t.tid);
+      if (e->phase == 'X') {
+        j.set("dur", e->dur * 1e6);
+        if (e->args.size()) j.set("args", e->args);
+      } else {
+        j.set("id", e->flow_id);
+        if (e->phase == 'f') j.set("bp", "e");
+      }
+      events.push(std::move(j));
+    }
+  }
+  Json doc = Json::object();
+  doc.set("traceEvents", std::move(events)).set("displayTimeUnit", "ms").set("otherData",
+                                                                             std::move(other));
+  return doc;
+}
+
+namespace {
+
+using pipeline::ActionKind;
+
+const char* slice_name(ActionKind k) {
+  switch (k) {
+    case ActionKind::RecvActivation: return "RecvActivation";
+    case ActionKind::Forward: return "Forward";
+    case ActionKind::SendActivation: return "SendActivation";
+    case ActionKind::RecvGrad: return "RecvGrad";
+    case ActionKind::Backward: return "Backward";
+    case ActionKind::SendGrad: return "SendGrad";
+    case ActionKind::ReduceGrads: return "ReduceGrads";
+    case ActionKind::OptimizerStep: return "OptimizerStep";
+  }
+  return "?";
+}
+
+const char* category(ActionKind k) {
+  switch (k) {
+    case ActionKind::Forward: return "forward";
+    case ActionKind::Backward: return "backward";
+    case ActionKind::RecvActivation:
+    case ActionKind::RecvGrad: return "recv";
+    case ActionKind::SendActivation:
+    case ActionKind::SendGrad: return "send";
+    case ActionKind::ReduceGrads: return "reduce";
+    case ActionKind::OptimizerStep: return "optimizer";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAction>>& actions) {
+  require(int(actions.size()) == layout.world(), "trace: ", actions.size(),
+          " action lists for a world of ", layout.world());
+  Trace trace;
+  std::vector<int> track(actions.size());
+  for (int r = 0; r < layout.world(); ++r) {
+    const int stage = r / layout.dp, dp_index = r % layout.dp;
+    const StageSpec& sp = layout.stages.at(std::size_t(stage));
+    std::string pname = "stage ";
+    pname += std::to_string(stage);
+    pname += " (layers " + std::to_string(sp.first_layer) + "-" +
+             std::to_string(sp.end_layer - 1) + ")";
+    std::string tname = "rank ";
+    tname += std::to_string(r);
+    tname += " (dp " + std::to_string(dp_index) + ")";
+    track[std::size_t(r)] = trace.add_track(stage, r, pname, tname);
+  }
+  // (step, dp index, kind of message, stage that sends, micro-batch) -> (send time)
+  std::map<std::tuple<int, int, int, int, int>, double> sends;
+  for (int r = 0; r < layout.world(); ++r) {
+    const int tr = track[std::size_t(r)];
+    std::map<int, std::pair<double, double>> step_span;
+    for (const TimedAction& a : actions[std::size_t(r)]) {
+      auto [it, fresh] = step_span.try_emplace(a.step, a.begin, a.end);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, a.begin);
+        it->second.second = std::max(it->second.second, a.end);
+      }
+      Json args = Json::object();
+      args.set("step", a.step);
+      if (a.microbatch >= 0) args.set("microbatch", a.microbatch);
+      double begin = a.begin;
+      const bool compute = a.kind == ActionKind::Forward || a.kind == ActionKind::Backward;
+      if (compute && a.waited > 0) {
+        // The wait comes first: Forward / Backward block on their receive, then compute.
+        Json wargs = Json::object();
+        wargs.set("step", a.step).set("microbatch", a.microbatch).set(
+            "for", a.kind == ActionKind::Forward ? "activation" : "gradient");
+        begin = std::min(a.end, a.begin + a.waited);
+        trace.add_slice(tr, "wait", "bubble", a.begin, begin, std::move(wargs));
+      }
+      trace.add_slice(tr, slice_name(a.kind), category(a.kind), begin, a.end, std::move(args));
+      if (a.kind == ActionKind::SendActivation || a.kind == ActionKind::SendGrad)
+        sends[{a.step, r % layout.dp, a.kind == ActionKind::SendGrad, r / layout.dp,
+               a.microbatch}] = a.begin;
+    }
+    for (const auto& [step, span] : step_span)
+      trace.add_slice(tr, "step " + std::to_string(step), "step", span.first, span.second,
+                      Json::object().set("step", step));
+  }
+  // Arrows: activation from stage s-1 into Forward on s, gradient from s+1 into Backward on s.
+  for (int r = 0; r < layout.world(); ++r) {
+    const int stage = r / layout.dp, dpi = r % layout.dp;
+    for (const TimedAction& a : actions[std::size_t(r)]) {
+      const bool fwd = a.kind == ActionKind::Forward, bwd = a.kind == ActionKind::Backward;
+      if ((!fwd && !bwd) || (fwd && stage == 0) || (bwd && stage == layout.pp - 1)) continue;
+      const int from_stage = fwd ? stage - 1 : stage + 1;
+      const auto it = sends.find({a.step, dpi, bwd ? 1 : 0, from_stage, a.microbatch});
+      if (it == sends.end()) continue;
+      const int from_rank = from_stage * layout.dp + dpi;
+      trace.add_flow(fwd ? "activation" : "gradient", track[std::size_t(from_rank)], it->second,
+                     track[std::size_t(r)], std::min(a.end, a.begin + a.waited));
+    }
+  }
+  return trace;
+}
+
+}  // namespace wiola::profile

@@ -1,0 +1,108 @@
+// A real short profiling run in this process (one rank, wiola-mini): the time
+// split adds up to the step, the throughput figures follow from the FLOP
+// formula, and the simulator fed with the run's own per-stage times predicts it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "comm/mpi_communicator.hpp"
+#include "model/flops.hpp"
+#include "profile/profile_run.hpp"
+#include "profile/projection.hpp"
+#include "profile/report.hpp"
+
+extern wiola::comm::MpiRuntime* g_profile_mpi;
+
+namespace wiola::profile {
+namespace {
+
+const ProfileResult& mini_run() {
+  static const ProfileResult res = [] {
+    TrainOptions o;
+    o.model = preset("wiola-mini");
+    o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+    o.micro_batch = 4;
+    o.global_batch = 16;
+    o.threads = 1;
+    PeakFlops peak{1e12, "given"};
+    return run_profile(o, 2, 4, g_profile_mpi->world(), g_profile_mpi->host(), peak, {});
+  }();
+  return res;
+}
+
+TEST(ProfileRun, TimeSplitAddsUpToTheStepTime) {
+  const ProfileResult& r = mini_run();
+  ASSERT_EQ(r.records.size(), 1u);
+  ASSERT_EQ(r.metrics.ranks.size(), 1u);
+  const TimeSplit& t = r.metrics.ranks[0].t;
+  const double parts = t.compute + t.wait + t.comm + t.drain + t.reduce + t.optimizer;
+  std::printf("[profile] step %.3f ms = compute %.3f + wait %.3f + comm %.3f + optimizer %.3f "
+              "(drain %.3f, reduce %.3f) + other %.3f\n",
+              t.step * 1e3, t.compute * 1e3, t.wait * 1e3, t.comm * 1e3,
+              (t.drain + t.reduce + t.optimizer) * 1e3, t.drain * 1e3, t.reduce * 1e3,
+              t.other * 1e3);
+  EXPECT_GT(t.compute, 0.0);
+  EXPECT_GT(t.optimizer, 0.0);
+  EXPECT_NEAR(parts, t.step, 0.05 * t.step);  // the accounting misses < 5%
+  EXPECT_NEAR(parts + t.other, t.step, 1e-9 * t.step);
+  // One rank: nobody to wait for.
+  EXPECT_EQ(t.wait, 0.0);
+  EXPECT_NEAR(t.drain, 0.0, 1e-12);
+}
+
+TEST(ProfileRun, ThroughputFollowsTheFlopFormula) {
+  const ProfileResult& r = mini_run();
+  const OverallMetrics& o = r.metrics.overall;
+  const RunLayout& l = r.layout;
+  EXPECT_EQ(l.tokens_per_step(), 16 * 64);
+  EXPECT_NEAR(o.tokens_per_s, double(l.tokens_per_step()) / o.step_s, 1e-9 * o.tokens_per_s);
+  EXPECT_NEAR(o.flops_per_s, training_flops_per_token(l.model) * o.tokens_per_s,
+              1e-9 * o.flops_per_s);
+  EXPECT_NEAR(o.mfu, o.flops_per_s / 1e12, 1e-12);
+  EXPECT_EQ(o.bubble_theory, 0.0);
+  EXPECT_GT(o.peak_rss_bytes, 1e6);
+  EXPECT_EQ(o.step_times.size(), 4u);
+  // The vocabulary the trainer adopted from the data is the one counted.
+  EXPECT_GT(l.model.V, 256);
+}
+
+TEST(ProfileRun, LayerTimesSumToTheMeasuredStage) {
+  const ProfileResult& r = mini_run();
+  const LayerTimes t = derive_layer_times(r.layout, r.metrics.stages);
+  double f = t.embed.forward_s + t.head.forward_s, b = t.embed.backward_s + t.head.backward_s;
+  for (const PartTimes& p : t.layers) {
+    f += p.forward_s;
+    b += p.backward_s;
+  }
+  EXPECT_NEAR(f, r.metrics.stages[0].forward_s, 1e-12);
+  EXPECT_NEAR(b, r.metrics.stages[0].backward_s, 1e-12);
+  // FLOP shares: the head's against a layer's.
+  const ModelConfig& c = r.layout.model;
+  EXPECT_NEAR(t.head.forward_s / t.layers[1].forward_s,
+              head_forward_flops_per_token(c) / layer_forward_flops_per_token(c, 1), 1e-9);
+}
+
+TEST(ProfileRun, SimulatorPredictsTheRunFromItsOwnStageTimes) {
+  const ProfileResult& r = mini_run();
+  const Json record = Json::parse(profile_json(r).dump());  // through the file format
+  const Projection p = project(projection_from_profile(record, {}));
+  ASSERT_TRUE(p.spec.measured.has_value());
+  EXPECT_EQ(p.spec.source, TimeSource::Stages);
+  const double predicted = p.metrics.overall.step_s, measured = r.metrics.overall.step_s;
+  std::printf("[profile] one rank: predicted step %.3f ms, measured %.3f ms\n", predicted * 1e3,
+              measured * 1e3);
+  EXPECT_NEAR(predicted, measured, 0.10 * measured);
+}
+
+TEST(ProfileRun, ReportsNameTheirUnits) {
+  const ProfileResult& r = mini_run();
+  const std::string text = format_profile(r, 6.25e6, "chinchilla");
+  EXPECT_NE(text.find("tokens/s"), std::string::npos);
+  EXPECT_NE(text.find("getrusage"), std::string::npos);
+  EXPECT_NE(text.find("time to train 6.25e+06 tokens"), std::string::npos);
+  const std::string csv = profile_csv(r);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);  // header, rank, stage, all
+}
+
+}  // namespace
+}  // namespace wiola::profile

@@ -1,0 +1,195 @@
+#include "trace_check.hpp"
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace wiola::profile::testing {
+
+namespace {
+
+template <class... Args>
+std::string msg(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+const Json* find_path(const Json& j, std::initializer_list<const char*> keys) {
+  const Json* cur = &j;
+  for (const char* k : keys) {
+    cur = cur->find(k);
+    if (!cur) return nullptr;
+  }
+  return cur;
+}
+
+}  // namespace
+
+std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) {
+  std::vector<std::string> problems;
+  auto problem = [&](const std::string& s) {
+    if (problems.size() < 40) problems.push_back(s);
+  };
+  const Json* events = trace.find("traceEvents");
+  if (!events || !events->is_array()) return {"no traceEvents array"};
+  const int world = run.pp * run.dp;
+
+  std::set<int> named_tracks;
+  std::map<std::pair<int, int>, double> last_ts;  // (pid, tid) -> last timestamp
+  // rank -> step -> compute order as text ("F0 F1 B0 ...")
+  std::map<int, std::map<int, std::vector<std::string>>> order;
+  // (rank, name, step, microbatch) -> count
+  std::map<std::tuple<int, std::string, int, int>, int> count;
+  std::map<long long, int> flows;  // id -> +1 for 's', -1 for 'f'
+
+  for (const Json& e : events->items()) {
+    const Json* ph = e.find("ph");
+    const Json* pid = e.find("pid");
+    const Json* tid = e.find("tid");
+    if (!ph || !ph->is_string() || !pid || !pid->is_number() || !tid || !tid->is_number()) {
+      problem("an event without ph/pid/tid");
+      continue;
+    }
+    const int p = int(pid->as_number()), t = int(tid->as_number());
+    if (t < 0 || t >= world || p != t / run.dp) {
+      problem(msg("event on track pid ", p, " tid ", t, ": not a rank of a ", run.pp, " x ",
+                  run.dp, " grid (pid = stage, tid = rank)"));
+      continue;
+    }
+    const std::string phase = ph->as_string();
+    const Json* name = e.find("name");
+    if (!name || !name->is_string()) {
+      problem("an event without a name");
+      continue;
+    }
+    if (phase == "M") {
+      if (name->as_string() == "thread_name") named_tracks.insert(t);
+      continue;
+    }
+    const Json* ts = e.find("ts");
+    if (!ts || !ts->is_number() || !std::isfinite(ts->as_number())) {
+      problem(msg("rank ", t, ": event '", name->as_string(), "' without a finite ts"));
+      continue;
+    }
+    const double now = ts->as_number();
+    auto [it, fresh] = last_ts.try_emplace({p, t}, now);
+    if (!fresh) {
+      if (now < it->second)
+        problem(msg("rank ", t, ": timestamps go back at '", name->as_string(), "' (", now,
+                    " after ", it->second, ")"));
+      it->second = now;
+    }
+    if (phase == "s" || phase == "f") {
+      const Json* id = e.find("id");
+      if (!id || !id->is_number()) {
+        problem("a flow event without an id");
+        continue;
+      }
+      flows[id->as_int()] += phase == "s" ? 1 : -1;
+      continue;
+    }
+    if (phase != "X") {
+      problem(msg("unexpected phase '", phase, "'"));
+      continue;
+    }
+    const Json* dur = e.find("dur");
+    if (!dur || !dur->is_number() || !(dur->as_number() >= 0))
+      problem(msg("rank ", t, ": '", name->as_string(), "' has no non-negative dur"));
+    const Json* args = e.find("args");
+    const Json* step = args ? args->find("step") : nullptr;
+    const Json* mb = args ? args->find("microbatch") : nullptr;
+    const std::string n = name->as_string();
+    if (n == "wait" || n.rfind("step ", 0) == 0) continue;
+    if (!step || !step->is_number()) {
+      problem(msg("rank ", t, ": '", n, "' without args.step"));
+      continue;
+    }
+    const int s = int(step->as_int()), m = mb && mb->is_number() ? int(mb->as_int()) : -1;
+    if (s < 1 || s > run.steps) problem(msg("rank ", t, ": '", n, "' in step ", s));
+    ++count[{t, n, s, m}];
+    if (n == "Forward" || n == "Backward") order[t][s].push_back(msg(n[0], m));
+  }
+
+  for (int r = 0; r < world; ++r) {
+    if (!named_tracks.count(r)) problem(msg("rank ", r, " has no named track"));
+    const int stage = r / run.dp;
+    const auto list = pipeline::make_schedule(run.schedule, run.pp, stage, run.microbatches);
+    std::vector<std::string> expected_order;
+    for (const auto& a : list) {
+      if (a.kind == pipeline::ActionKind::Forward) expected_order.push_back(msg('F', a.microbatch));
+      if (a.kind == pipeline::ActionKind::Backward) expected_order.push_back(msg('B', a.microbatch));
+    }
+    for (int s = 1; s <= run.steps; ++s) {
+      for (const auto& a : list) {
+        const char* n = nullptr;
+        switch (a.kind) {
+          case pipeline::ActionKind::RecvActivation: n = "RecvActivation"; break;
+          case pipeline::ActionKind::Forward: n = "Forward"; break;
+          case pipeline::ActionKind::SendActivation: n = "SendActivation"; break;
+          case pipeline::ActionKind::RecvGrad: n = "RecvGrad"; break;
+          case pipeline::ActionKind::Backward: n = "Backward"; break;
+          case pipeline::ActionKind::SendGrad: n = "SendGrad"; break;
+          case pipeline::ActionKind::ReduceGrads: n = "ReduceGrads"; break;
+          case pipeline::ActionKind::OptimizerStep: n = "OptimizerStep"; break;
+        }
+        const int got = count[{r, n, s, a.microbatch}];
+        if (got != 1)
+          problem(msg("rank ", r, " step ", s, ": ", got, " '", n, "' events for micro-batch ",
+                      a.microbatch, " (expected 1)"));
+      }
+      // The order of a rank's compute in time is the schedule's (the 1F1B pattern).
+      const auto it = order[r].find(s);
+      const std::vector<std::string> got = it == order[r].end() ? std::vector<std::string>{} : it->second;
+      if (got != expected_order) {
+        std::string g, x;
+        for (const auto& v : got) g += msg(v, ' ');
+        for (const auto& v : expected_order) x += msg(v, ' ');
+        problem(msg("rank ", r, " step ", s, ": compute order [", g, "] is not the schedule's [",
+                    x, "]"));
+      }
+    }
+  }
+  for (const auto& [id, balance] : flows)
+    if (balance != 0) problem(msg("flow ", id, " is not closed"));
+  return problems;
+}
+
+std::vector<std::string> check_profile_json(const Json& p, const ExpectedRun& run) {
+  std::vector<std::string> problems;
+  auto expect_int = [&](std::initializer_list<const char*> path, int want, const char* what) {
+    const Json* j = find_path(p, path);
+    if (!j || !j->is_number() || int(j->as_number()) != want)
+      problems.push_back(msg("profile.json: ", what, " is not ", want));
+  };
+  expect_int({"layout", "pp"}, run.pp, "layout.pp");
+  expect_int({"layout", "dp"}, run.dp, "layout.dp");
+  expect_int({"layout", "microbatches"}, run.microbatches, "layout.microbatches");
+  expect_int({"steps", "measured"}, run.steps, "steps.measured");
+  const Json* tps = find_path(p, {"overall", "tokens_per_s"});
+  if (!tps || !tps->is_number() || !(tps->as_number() > 0))
+    problems.push_back("profile.json: overall.tokens_per_s is not positive");
+  const Json* ranks = p.find("ranks");
+  if (!ranks || !ranks->is_array() || int(ranks->size()) != run.pp * run.dp) {
+    problems.push_back("profile.json: ranks is not one entry per rank");
+    return problems;
+  }
+  for (const Json& r : ranks->items()) {
+    const double step = r.at("step_s").as_number();
+    double parts = 0;
+    for (const char* k : {"compute_s", "wait_s", "drain_s", "comm_s", "reduce_s", "optimizer_s"}) {
+      const double v = r.at(k).as_number();
+      if (v < 0) problems.push_back(msg("rank ", r.at("rank").as_number(), ": ", k, " < 0"));
+      parts += v;
+    }
+    // What the executor counted cannot exceed the wall time of the step.
+    if (!(step > 0) || parts > step * 1.01 + 1e-4)
+      problems.push_back(msg("rank ", r.at("rank").as_number(), ": parts ", parts,
+                             " s exceed the step ", step, " s"));
+  }
+  return problems;
+}
+
+}  // namespace wiola::profile::testing

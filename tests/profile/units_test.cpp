@@ -1,0 +1,209 @@
+// The profiler's building blocks without a training run: JSON round trips and
+// errors, the INI spec reader, the timeline of a simulated step through the
+// trace checker, projection specs, sweep points and the tool's flags.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "model/flops.hpp"
+#include "profile/ini.hpp"
+#include "profile/json.hpp"
+#include "profile/peak.hpp"
+#include "profile/projection.hpp"
+#include "profile/report.hpp"
+#include "profile/sweep.hpp"
+#include "profile/tool_options.hpp"
+#include "profile/trace.hpp"
+#include "trace_check.hpp"
+
+namespace wiola::profile {
+namespace {
+
+TEST(Json, RoundTripsValuesAndKeepsKeyOrder) {
+  Json j = Json::object();
+  j.set("b", 1.5).set("a", "x\"y\n\x01").set("list", Json::array({Json(1), Json(true), Json()}));
+  j.set("big", 2179698716LL).set("tiny", 5.6095e-07);
+  const Json back = Json::parse(j.dump(2));
+  EXPECT_EQ(back.key(0), "b");
+  EXPECT_EQ(back.at("a").as_string(), "x\"y\n\x01");
+  EXPECT_EQ(back.at("big").as_int(), 2179698716LL);
+  EXPECT_EQ(back.at("tiny").as_number(), 5.6095e-07);
+  EXPECT_TRUE(back.at("list").items()[1].as_bool());
+  EXPECT_TRUE(back.at("list").items()[2].is_null());
+  EXPECT_EQ(Json::parse(j.dump()).dump(), j.dump());
+  EXPECT_EQ(Json::parse(R"("\u00e9\ud83d\ude00")").as_string(), "\xc3\xa9\xf0\x9f\x98\x80");
+}
+
+TEST(Json, RejectsMalformedText) {
+  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\x\"", "tru", "[1] 2",
+                          "{\"a\":1,}", "\"\\ud800\"", "nan", "-"})
+    EXPECT_THROW(Json::parse(bad), Error) << bad;
+  try {
+    Json::parse("[1,\n  2,,]");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Ini, SectionsOverridesAndErrors) {
+  KeyValues kv;
+  kv.merge_ini("# comment\ntop = 1\n[run]\npp = 4 ; trailing\nlist = 1, 2.5,3\n", "spec.ini");
+  kv.merge_assignment("run.pp=8");
+  EXPECT_EQ(kv.integer("top", 0), 1);
+  EXPECT_EQ(kv.integer("run.pp", 0), 8);
+  EXPECT_EQ(kv.numbers("run.list"), (std::vector<double>{1, 2.5, 3}));
+  EXPECT_EQ(kv.number("run.missing", 7.5), 7.5);
+  EXPECT_TRUE(kv.unused().empty());
+  kv.merge_ini("[run]\nzero = two\n", "b.ini");
+  try {
+    kv.integer("run.zero", 0);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("b.ini:2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(kv.merge_ini("[run\n", "c.ini"), Error);
+  EXPECT_THROW(kv.merge_ini("novalue\n", "c.ini"), Error);
+  EXPECT_THROW(kv.merge_assignment("nothing"), Error);
+}
+
+TEST(Trace, SimulatedStepPassesTheTraceChecker) {
+  for (auto kind : {pipeline::ScheduleKind::OneFOneB, pipeline::ScheduleKind::GPipe}) {
+    RunLayout l;
+    l.model = preset("wiola-tiny");
+    l.pp = 3;
+    l.dp = 2;
+    l.microbatches = 5;
+    l.schedule = kind;
+    l.stages = {{0, 2, true, false}, {2, 4, false, false}, {4, 5, false, true}};
+    SimInput in;
+    in.schedule = kind;
+    in.pp = 3;
+    in.dp = 2;
+    in.microbatches = 5;
+    in.cluster.ranks_per_node = 6;
+    in.cluster.intra = {1e-5, 1e9};
+    in.stages.assign(3, SimStage{1e-3, 2e-3, 4096});
+    const SimResult r = simulate(in);
+    std::vector<std::vector<TimedAction>> actions;
+    for (const RankRecord& rec : r.records) actions.push_back(rec.actions);
+    const Json doc = build_trace(l, actions).to_json(Json::object());
+    testing::ExpectedRun run{3, 2, 1, 5, kind};
+    const auto problems = testing::check_trace(Json::parse(doc.dump()), run);
+    for (const auto& p : problems) ADD_FAILURE() << p;
+    // And the checker notices a missing micro-batch.
+    actions[4].erase(actions[4].begin() + 1);
+    EXPECT_FALSE(testing::check_trace(build_trace(l, actions).to_json(Json::object()), run).empty());
+  }
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  write_text_file(path.string(), text);
+  return path.string();
+}
+
+TEST(Projection, FromFlopsOnAClusterWithAChinchillaBudget) {
+  const std::string spec = write_temp("wiola-profile-test.ini",
+                                      "[model]\npreset = wiola-1.5b\n"
+                                      "[cluster]\ngpus_per_node = 8\nnodes = 4\ndevice = h100\n"
+                                      "compute_efficiency = 0.5\nintra_bandwidth_GBps = 150\n"
+                                      "intra_latency_us = 3\ninter_bandwidth_GBps = 25\n"
+                                      "inter_latency_us = 10\nmemory_bandwidth_GBps = 3350\n"
+                                      "[run]\npp = 4\nmicro_batch = 1\nglobal_batch = 256\n"
+                                      "zero = 1\nactivation_bytes = 2\ngrad_bytes = 4\n"
+                                      "param_bytes = 2\ntrain_tokens = chinchilla\n");
+  const Projection p = project(load_projection(spec, {}));
+  const RunLayout& l = p.spec.layout;
+  EXPECT_EQ(l.dp, 8);
+  EXPECT_EQ(l.microbatches, 32);
+  EXPECT_EQ(p.spec.source, TimeSource::Flops);
+  EXPECT_TRUE(p.spec.ignored_keys.empty());
+  EXPECT_DOUBLE_EQ(p.budget_tokens, 20.0 * double(param_count(l.model)));
+  const OverallMetrics& o = p.metrics.overall;
+  // Compute alone at 50% of peak bounds the throughput from above.
+  const double ideal = 32 * 989e12 * 0.5 / training_flops_per_token(l.model);
+  EXPECT_LT(o.tokens_per_s, ideal);
+  EXPECT_GT(o.tokens_per_s, 0.5 * ideal);
+  EXPECT_NEAR(o.mfu, o.tokens_per_s * training_flops_per_token(l.model) / (32 * 989e12), 1e-12);
+  EXPECT_GE(o.bubble, o.bubble_theory * 0.9);
+  EXPECT_NEAR(p.time_to_train_s, p.budget_tokens / o.tokens_per_s, 1e-6 * p.time_to_train_s);
+  // The stage boundary message: micro-batch x T x d x 2 bytes, plus a carried summary.
+  EXPECT_NEAR(p.input.stages[0].message_bytes, 2.0 * 2048 * 2048 * 2, 1024);
+  const std::string text = format_projection(p);
+  EXPECT_NE(text.find("time to train"), std::string::npos);
+  std::filesystem::remove(spec);
+}
+
+TEST(Projection, ExplicitPerLayerTimesAndErrors) {
+  const std::string spec = write_temp("wiola-profile-test2.ini",
+                                      "[model]\npreset = wiola-mini\n[cluster]\ngpus_per_node = 2\n"
+                                      "[run]\npp = 2\nmicrobatches = 4\nmicro_batch = 2\n"
+                                      "[times]\nmicro_batch = 1\nlayer_forward = 0.001\n"
+                                      "head_forward = 0.002\nhead_backward = 0.004\n");
+  const Projection p = project(load_projection(spec, {"run.stage_layers=2,2"}));
+  EXPECT_EQ(p.spec.source, TimeSource::Layers);
+  // Per micro-batch of 2 sequences, times given for 1: doubled; backward = 2 x forward.
+  EXPECT_NEAR(p.input.stages[0].forward_s, 2 * 2 * 0.001, 1e-12);
+  EXPECT_NEAR(p.input.stages[0].backward_s, 2 * 2 * 0.002, 1e-12);
+  EXPECT_NEAR(p.input.stages[1].forward_s, 2 * (2 * 0.001 + 0.002), 1e-12);
+  EXPECT_THROW(load_projection(spec, {"run.pp=3", "run.stage_layers=2,2"}), Error);
+  EXPECT_THROW(load_projection(spec, {"run.dp=2"}), Error);  // 4 ranks on a 2-rank cluster
+  EXPECT_THROW(load_projection(spec, {"run.zero=3"}), Error);
+  EXPECT_THROW(load_projection(spec, {"model.preset=wiola-9b"}), Error);
+  const Projection q = project(load_projection(spec, {"run.typo=1"}));
+  ASSERT_EQ(q.spec.ignored_keys.size(), 1u);
+  EXPECT_THROW(load_projection("/nonexistent/spec.ini", {}), Error);
+  std::filesystem::remove(spec);
+}
+
+TEST(Sweep, PointsCoverDivisorsAndSkipWhatCannotRun) {
+  TrainOptions o;
+  o.model = preset("wiola-mini");
+  o.global_batch = 16;
+  o.micro_batch = 4;
+  SweepSpec s;
+  s.pp = {1, 2, 3, 4};
+  s.micro_batch = {2, 8};
+  s.zero = {0, 2};
+  std::vector<std::string> skipped;
+  const auto points = sweep_points(o, s, 4, skipped);
+  // pp 3 does not divide 4; mb 8 with dp 4 (pp 1) does not divide 16.
+  EXPECT_EQ(points.size(), (3 * 2 - 1) * 2u);
+  EXPECT_EQ(skipped.size(), 2u);
+  for (const SweepPoint& p : points) {
+    EXPECT_EQ(p.pp * p.dp, 4);
+    EXPECT_EQ(p.microbatches * p.micro_batch * p.dp, 16);
+  }
+  s = {};
+  const auto all = sweep_points(o, s, 4, skipped);
+  EXPECT_EQ(all.size(), 3u);  // pp 1, 2, 4
+}
+
+TEST(ToolOptions, OwnFlagsAreTakenOutTheRestPassesThrough) {
+  const char* argv[] = {"wiola-profile", "--preset", "wiola-tiny", "--profile-steps=7",
+                        "--warmup-steps", "3", "--peak-tflops", "h100", "--sweep",
+                        "--sweep-pp", "1,2", "--pp", "2", "--out", "dir"};
+  const ToolOptions t = parse_tool_options(int(std::size(argv)), argv);
+  EXPECT_EQ(t.profile_steps, 7);
+  EXPECT_EQ(t.warmup_steps, 3);
+  EXPECT_EQ(t.peak, "h100");
+  EXPECT_TRUE(t.sweep);
+  EXPECT_EQ(t.sweep_spec.pp, (std::vector<int>{1, 2}));
+  EXPECT_EQ(t.out_dir, "dir");
+  EXPECT_EQ(t.train_args, (std::vector<std::string>{"wiola-profile", "--preset", "wiola-tiny",
+                                                    "--pp", "2"}));
+  const char* bad1[] = {"p", "--warmup-steps", "0"};
+  EXPECT_THROW(parse_tool_options(3, bad1), Error);
+  const char* bad2[] = {"p", "--sweep-pp", "2"};
+  EXPECT_THROW(parse_tool_options(3, bad2), Error);
+  const char* bad3[] = {"p", "--profile-steps"};
+  EXPECT_THROW(parse_tool_options(2, bad3), Error);
+  EXPECT_THROW(resolve_peak("fast", 64, 0.01, 1), Error);
+  EXPECT_EQ(resolve_peak("a100", 64, 0.01, 1).per_rank, 312e12);
+  EXPECT_EQ(resolve_peak("2.5", 64, 0.01, 1).per_rank, 2.5e12);
+}
+
+}  // namespace
+}  // namespace wiola::profile
