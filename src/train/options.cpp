@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/data_sources.hpp"
 
 #ifndef WIOLA_EMBEDDED_TRAIN
 #define WIOLA_EMBEDDED_TRAIN "data/fortunes-train.h5"
@@ -71,6 +72,11 @@ void TrainOptions::validate() const {
   require(comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
   require(dtype == DType::F32 || dtype == DType::F64, "--dtype must be fp32 or fp64 on the CPU");
   require(!train_files.empty(), "--train-data: no training files");
+  require(val_fraction >= 0 && val_fraction < 1, "--val-fraction must be in [0, 1), got ",
+          val_fraction);
+  require(val_fraction == 0 || val_files.empty(),
+          "--val-fraction and --val-data are alternatives: give one of them");
+  require(prefetch >= 0, "--prefetch must be >= 0");
   require(save_interval >= 0, "--save-interval must be >= 0");
   require(save_minutes >= 0, "--save-minutes must be >= 0");
   require(keep >= 0, "--keep must be >= 0");
@@ -108,6 +114,13 @@ std::string to_ini(const TrainOptions& o) {
      << "\n";
   for (const auto& f : o.train_files) os << "train-data = " << f << "\n";
   for (const auto& f : o.val_files) os << "val-data = " << f << "\n";
+  if (!o.data_weights.empty()) {
+    os << "data-weights = ";
+    for (std::size_t i = 0; i < o.data_weights.size(); ++i) os << (i ? "," : "") << o.data_weights[i];
+    os << "\n";
+  }
+  os << "val-fraction = " << o.val_fraction << "\nsplit-seed = " << o.split_seed
+     << "\nprefetch = " << o.prefetch << "\n";
   os << "micro-batch = " << o.micro_batch << "\nglobal-batch = " << o.global_batch << "\n";
   if (!o.train_tokens.empty()) os << "train-tokens = " << o.train_tokens << "\n";
   os << "steps = " << o.steps << "\nlr = " << o.lr << "\nmin-lr = " << o.min_lr
@@ -131,6 +144,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   TrainOptions o;
   std::string preset_name, dtype_name = "fp32", summary, atm, config_file;
   std::vector<std::string> train_files, val_files;
+  std::string data_weights_text;
 
   po::options_description general("General");
   general.add_options()
@@ -165,7 +179,11 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   po::options_description data("Data");
   data.add_options()
       ("train-data", po::value(&train_files)->composing(), "training token files (repeat or comma-separate); default: the embedded dataset")
-      ("val-data", po::value(&val_files)->composing(), "validation token files; default: the embedded validation split");
+      ("val-data", po::value(&val_files)->composing(), "validation token files; default: the embedded validation split")
+      ("data-weights", po::value(&data_weights_text), "mixing weights of the --train-data files, e.g. 0.7,0.3 (default: in proportion to their windows)")
+      ("val-fraction", po::value(&o.val_fraction)->default_value(0.0), "hold out this fraction of the training documents for validation (instead of --val-data)")
+      ("split-seed", po::value(&o.split_seed)->default_value(0), "seed choosing the held-out documents")
+      ("prefetch", po::value(&o.prefetch)->default_value(2), "micro-batches read ahead in the background (0: none)");
 
   po::options_description training("Training");
   training.add_options()
@@ -274,7 +292,9 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   o.train_files = split_list(train_files);
   o.val_files = split_list(val_files);
   if (o.train_files.empty()) o.train_files = {default_train_file()};
-  if (o.val_files.empty() && !vm.count("train-data")) o.val_files = {default_val_file()};
+  if (!data_weights_text.empty()) o.data_weights = parse_weight_list(data_weights_text, "--data-weights");
+  if (o.val_files.empty() && !vm.count("train-data") && o.val_fraction == 0)
+    o.val_files = {default_val_file()};
   return o;
 }
 

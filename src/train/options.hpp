@@ -24,6 +24,10 @@ struct TrainOptions {
   // Data
   std::vector<std::string> train_files;
   std::vector<std::string> val_files;
+  std::vector<double> data_weights;  // per training file (mixing); empty: by size
+  double val_fraction = 0;           // held-out fraction of documents (instead of --val-data)
+  std::uint64_t split_seed = 0;      // which documents are held out
+  int prefetch = 2;                  // micro-batches read ahead in the background
 
   // Batch and budget
   int micro_batch = 4;     // sequences per micro-batch

@@ -12,6 +12,7 @@
 #include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
 #include "core/error.hpp"
+#include "io/data_config.hpp"
 #include "io/weights_file.hpp"
 #include "model/flops.hpp"
 #include "model/param_report.hpp"
@@ -131,10 +132,16 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
   // cleanly on every rank instead of leaving some waiting.
   comm::ProcessGrid grid;
   std::vector<StageSpec> specs;
+  std::optional<DatasetSpec> train_spec_opt, val_spec_opt;
   comm::agree(world, [&] {
     grid = comm::ProcessGrid::make(world.size(), opts.pp, opts.dp, world.rank());
     set_cpu_threads(opts.threads);
-    const TokenDataset probe(opts.train_files, opts.model.T);
+    opts.validate();  // before the data: its errors name flags, not files
+    const DataConfig data{opts.train_files, opts.data_weights, opts.val_files, opts.val_fraction,
+                          opts.split_seed};
+    train_spec_opt = train_spec(data);
+    val_spec_opt = val_spec(data);
+    const TokenDataset probe(*train_spec_opt, opts.model.T);
     if (!opts.vocab_explicit) {
       opts.model.V = probe.vocab_size();
     } else {
@@ -142,10 +149,9 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
               " is smaller than the vocabulary of ", opts.train_files.front(), " (",
               probe.vocab_size(), ")");
     }
-    if (!opts.val_files.empty()) {
-      const TokenDataset val(opts.val_files, opts.model.T);
-      require(val.vocab_size() <= opts.model.V, "--val-data: vocabulary ", val.vocab_size(),
-              " is larger than the model's V = ", opts.model.V);
+    if (val_spec_opt) {
+      const TokenDataset val(*val_spec_opt, opts.model.T);
+      require_same_tokenizer(probe, val);
     }
     opts.validate();
     specs = opts.stage_layers.empty() ? partition_layers(opts.model, opts.pp)
@@ -167,12 +173,21 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
 
   const bool has_data = grid.first_stage() || grid.last_stage();
   std::unique_ptr<BatchFeed> train_feed, val_feed;
+  const std::int64_t share = opts.global_batch / opts.dp;
   if (has_data) {
-    train_feed = std::make_unique<BatchFeed>(opts.train_files, cfg.T, opts.seed);
-    if (!opts.val_files.empty())
-      val_feed = std::make_unique<BatchFeed>(opts.val_files, cfg.T, /*seed=*/0);
+    FeedOptions fo;
+    fo.prefetch = opts.prefetch;
+    train_feed = std::make_unique<BatchFeed>(*train_spec_opt, cfg.T, opts.seed, fo);
+    // This rank reads `share` samples of every global batch, from its offset.
+    train_feed->set_access_pattern(opts.global_batch, grid.dp_index() * share, share);
+    if (val_spec_opt) {
+      val_feed = std::make_unique<BatchFeed>(*val_spec_opt, cfg.T, /*seed=*/0, fo);
+      val_feed->set_access_pattern(std::int64_t(opts.dp) * opts.micro_batch,
+                                   std::int64_t(grid.dp_index()) * opts.micro_batch,
+                                   opts.micro_batch);
+    }
   }
-  const bool can_eval = !opts.val_files.empty();
+  const bool can_eval = val_spec_opt.has_value();
 
   // Where the run starts: fresh, from imported weights, or from a checkpoint.
   const CheckpointContext ckpt{model, opt, grid, world, opts.zero};
@@ -219,7 +234,6 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
                 static_cast<std::int64_t>(std::llround(opts.warmup_frac * double(total_steps))),
                 total_steps};
   const double loss_scale = 1.0 / (double(opts.global_batch) * cfg.T);
-  const std::int64_t share = opts.global_batch / opts.dp;
 
   auto evaluate = [&]() {
     const int per_replica = (opts.eval_batches + opts.dp - 1) / opts.dp;

@@ -48,10 +48,10 @@ TEST(Training, ValidationLossFallsWellBelowTheUnigramEntropy) {
   std::printf("[training] unigram entropy %.4f nats, first loss %.4f, validation loss %.4f\n", h,
               s.first_loss, s.last_val_loss);
   ASSERT_GT(s.last_val_loss, 0.0);
-  // Margin measured once (docs/testing.md): the run reaches about MEASURED;
-  // the assertion leaves room for noise in neither direction that matters.
-  EXPECT_LT(s.last_val_loss, h - 0.5);
-  EXPECT_LT(s.last_loss, s.first_loss - 2.0);
+  // Measured once on the embedded BPE data (docs/testing.md): entropy 6.461,
+  // validation loss 5.460 (1.0 below), training loss 7.633 -> 5.433.
+  EXPECT_LT(s.last_val_loss, h - 0.75);
+  EXPECT_LT(s.last_loss, s.first_loss - 1.8);
 }
 
 }  // namespace
