@@ -70,12 +70,12 @@ struct ShardPlan {
 
 }  // namespace
 
-std::unique_ptr<Request> MpiCommunicator::iallreduce(void* buf, std::size_t count, DType t,
-                                                     ReduceOp op) {
+std::unique_ptr<Request> MpiCommunicator::post_allreduce(Buffer buf, std::size_t count, DType t,
+                                                         ReduceOp op) {
   const MPI_Datatype type = detail::mpi_reduce_type(t);
   auto req = std::make_unique<MpiRequest>(
       impl_, describe("MPI_Iallreduce", count, t) + " (" + std::string(reduce_op_name(op)) + ")");
-  auto* p = static_cast<std::byte*>(buf);
+  auto* p = static_cast<std::byte*>(buf.data);
   const std::size_t es = dtype_size(t);
   // Pieces are independent; all are in flight at once.
   detail::for_each_piece(count, impl_->chunk_limit, [&](std::size_t off, int n) {
@@ -88,15 +88,15 @@ std::unique_ptr<Request> MpiCommunicator::iallreduce(void* buf, std::size_t coun
   return req;
 }
 
-std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const void* send, void* recv,
-                                                          std::span<const std::size_t> counts,
-                                                          DType t, ReduceOp op) {
+std::unique_ptr<Request> MpiCommunicator::post_reduce_scatter(ConstBuffer send, Buffer recv,
+                                                              std::span<const std::size_t> counts,
+                                                              DType t, ReduceOp op) {
   const MPI_Datatype type = detail::mpi_reduce_type(t);
   auto plan = std::make_shared<ShardPlan>(*impl_, counts, "reduce_scatter");
   const int me = impl_->rank;
   const std::size_t es = dtype_size(t);
-  auto* src = static_cast<std::byte*>(const_cast<void*>(send));  // written only in place
-  auto* dst = static_cast<std::byte*>(recv);
+  auto* src = static_cast<std::byte*>(const_cast<void*>(send.data));  // written only in place
+  auto* dst = static_cast<std::byte*>(recv.data);
   const bool in_place = dst == src + plan->offsets[me] * es;
   require(in_place || !overlaps(src, plan->total * es, dst, plan->counts[me] * es), "comm '",
           impl_->name,
@@ -162,14 +162,15 @@ std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const void* send, void
   return req;
 }
 
-std::unique_ptr<Request> MpiCommunicator::iallgather(const void* send, void* recv,
-                                                     std::span<const std::size_t> counts, DType t) {
+std::unique_ptr<Request> MpiCommunicator::post_allgather(ConstBuffer send, Buffer recv,
+                                                         std::span<const std::size_t> counts,
+                                                         DType t) {
   const MPI_Datatype type = detail::mpi_type(t);
   auto plan = std::make_shared<ShardPlan>(*impl_, counts, "allgather");
   const int me = impl_->rank;
   const std::size_t es = dtype_size(t);
-  const auto* src = static_cast<const std::byte*>(send);
-  auto* dst = static_cast<std::byte*>(recv);
+  const auto* src = static_cast<const std::byte*>(send.data);
+  auto* dst = static_cast<std::byte*>(recv.data);
   const bool in_place = src == dst + plan->offsets[me] * es;
   require(in_place || !overlaps(src, plan->counts[me] * es, dst, plan->total * es), "comm '",
           impl_->name, "': allgather buffers overlap (only send == recv + own offset is allowed)");
@@ -220,12 +221,12 @@ std::unique_ptr<Request> MpiCommunicator::iallgather(const void* send, void* rec
   return req;
 }
 
-std::unique_ptr<Request> MpiCommunicator::ibroadcast(void* buf, std::size_t bytes, int root) {
+std::unique_ptr<Request> MpiCommunicator::post_broadcast(Buffer buf, std::size_t bytes, int root) {
   require(root >= 0 && root < impl_->size, "comm '", impl_->name, "': broadcast root ", root,
           " is out of range (size ", impl_->size, ")");
   auto req = std::make_unique<MpiRequest>(
       impl_, "MPI_Ibcast of " + std::to_string(bytes) + " bytes from " + impl_->peer(root));
-  auto* p = static_cast<std::byte*>(buf);
+  auto* p = static_cast<std::byte*>(buf.data);
   detail::for_each_piece(bytes, impl_->chunk_limit, [&](std::size_t off, int n) {
     MPI_Request r = MPI_REQUEST_NULL;
     impl_->check(MPI_Ibcast(p + off, n, MPI_BYTE, root, impl_->comm, &r), req->what());
@@ -234,7 +235,7 @@ std::unique_ptr<Request> MpiCommunicator::ibroadcast(void* buf, std::size_t byte
   return req;
 }
 
-std::unique_ptr<Request> MpiCommunicator::ibarrier() {
+std::unique_ptr<Request> MpiCommunicator::post_barrier() {
   auto req = std::make_unique<MpiRequest>(impl_, "MPI_Ibarrier");
   MPI_Request r = MPI_REQUEST_NULL;
   impl_->check(MPI_Ibarrier(impl_->comm, &r), req->what());

@@ -76,6 +76,7 @@ int MpiCommunicator::rank() const { return impl_->rank; }
 int MpiCommunicator::size() const { return impl_->size; }
 const std::string& MpiCommunicator::name() const { return impl_->name; }
 int MpiCommunicator::max_tag() const { return impl_->tag_ub; }
+bool MpiCommunicator::reads_device_memory() const { return detail::device_aware_mpi(); }
 
 void MpiCommunicator::set_timeout(double seconds) {
   require(seconds >= 0, "comm '", impl_->name, "': timeout must be >= 0 s, got ", seconds);
@@ -101,12 +102,12 @@ void check_peer(const MpiCommunicator::Impl& c, int peer, int tag, const char* r
 
 }  // namespace
 
-std::unique_ptr<Request> MpiCommunicator::isend(const void* buf, std::size_t bytes, int dst,
-                                                int tag) {
+std::unique_ptr<Request> MpiCommunicator::post_send(ConstBuffer buf, std::size_t bytes, int dst,
+                                                    int tag) {
   check_peer(*impl_, dst, tag, "destination");
   auto req = std::make_unique<MpiRequest>(
       impl_, "MPI_Isend to " + impl_->peer(dst) + " tag " + std::to_string(tag));
-  const auto* p = static_cast<const std::byte*>(buf);
+  const auto* p = static_cast<const std::byte*>(buf.data);
   // Pieces of one message share the tag; MPI keeps them in order.
   detail::for_each_piece(bytes, impl_->chunk_limit, [&](std::size_t off, int n) {
     MPI_Request r = MPI_REQUEST_NULL;
@@ -116,11 +117,11 @@ std::unique_ptr<Request> MpiCommunicator::isend(const void* buf, std::size_t byt
   return req;
 }
 
-std::unique_ptr<Request> MpiCommunicator::irecv(void* buf, std::size_t bytes, int src, int tag) {
+std::unique_ptr<Request> MpiCommunicator::post_recv(Buffer buf, std::size_t bytes, int src, int tag) {
   check_peer(*impl_, src, tag, "source");
   auto req = std::make_unique<MpiRequest>(
       impl_, "MPI_Irecv from " + impl_->peer(src) + " tag " + std::to_string(tag));
-  auto* p = static_cast<std::byte*>(buf);
+  auto* p = static_cast<std::byte*>(buf.data);
   detail::for_each_piece(bytes, impl_->chunk_limit, [&](std::size_t off, int n) {
     MPI_Request r = MPI_REQUEST_NULL;
     impl_->check(MPI_Irecv(p + off, n, MPI_BYTE, src, tag, impl_->comm, &r), req->what());
@@ -129,7 +130,8 @@ std::unique_ptr<Request> MpiCommunicator::irecv(void* buf, std::size_t bytes, in
   return req;
 }
 
-std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, std::string new_name) {
+std::unique_ptr<Communicator> MpiCommunicator::make_split(int color, int key,
+                                                          std::string new_name) {
   // MPI_Comm_split blocks with no timeout; a barrier under the watchdog first
   // means a missing rank is reported instead of hanging here.
   barrier();

@@ -35,21 +35,10 @@ class MpiCommunicator final : public Communicator {
   int size() const override;
   const std::string& name() const override;
   int max_tag() const override;
+  // True with a device-aware MPI build (Open MPI's MPIX_Query_cuda_support);
+  // otherwise device buffers are staged through host memory.
+  bool reads_device_memory() const override;
 
-  std::unique_ptr<Request> isend(const void* buf, std::size_t bytes, int dst, int tag) override;
-  std::unique_ptr<Request> irecv(void* buf, std::size_t bytes, int src, int tag) override;
-
-  std::unique_ptr<Request> iallreduce(void* buf, std::size_t count, DType t, ReduceOp op) override;
-  std::unique_ptr<Request> ireduce_scatter(const void* send, void* recv,
-                                           std::span<const std::size_t> counts, DType t,
-                                           ReduceOp op) override;
-  std::unique_ptr<Request> iallgather(const void* send, void* recv,
-                                      std::span<const std::size_t> counts, DType t) override;
-  std::unique_ptr<Request> ibroadcast(void* buf, std::size_t bytes, int root) override;
-  std::unique_ptr<Request> ibarrier() override;
-
-  // The new communicator inherits this one's timeout and chunk limit.
-  std::unique_ptr<Communicator> split(int color, int key, std::string name) override;
   [[noreturn]] void abort(const std::string& why, int code = 1) override;
 
   // Watchdog for every wait on this communicator, in seconds; 0 = wait forever.
@@ -64,6 +53,22 @@ class MpiCommunicator final : public Communicator {
   // use the same value.
   void set_chunk_limit(std::size_t elements);
   std::size_t chunk_limit() const;
+
+ protected:
+  std::unique_ptr<Request> post_send(ConstBuffer buf, std::size_t bytes, int dst,
+                                     int tag) override;
+  std::unique_ptr<Request> post_recv(Buffer buf, std::size_t bytes, int src, int tag) override;
+  std::unique_ptr<Request> post_allreduce(Buffer buf, std::size_t count, DType t,
+                                          ReduceOp op) override;
+  std::unique_ptr<Request> post_reduce_scatter(ConstBuffer send, Buffer recv,
+                                               std::span<const std::size_t> counts, DType t,
+                                               ReduceOp op) override;
+  std::unique_ptr<Request> post_allgather(ConstBuffer send, Buffer recv,
+                                          std::span<const std::size_t> counts, DType t) override;
+  std::unique_ptr<Request> post_broadcast(Buffer buf, std::size_t bytes, int root) override;
+  std::unique_ptr<Request> post_barrier() override;
+  // The new communicator inherits this one's timeout and chunk limit.
+  std::unique_ptr<Communicator> make_split(int color, int key, std::string name) override;
 
  private:
   std::shared_ptr<Impl> impl_;

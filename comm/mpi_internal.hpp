@@ -41,6 +41,9 @@ MPI_Datatype mpi_type(DType t);         // bytes-preserving type for any DType
 MPI_Datatype mpi_reduce_type(DType t);  // F32, F64, I32 only (throws otherwise)
 MPI_Op mpi_op(ReduceOp op);
 
+// True when this MPI library reads and writes device (CUDA) memory itself.
+bool device_aware_mpi();
+
 // Splits n units into pieces of at most `limit` (<= INT_MAX); always at least
 // one piece, so a zero-length message or collective still happens.
 template <class F>

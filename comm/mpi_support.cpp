@@ -4,6 +4,9 @@
 #include <sstream>
 
 #include "comm/mpi_internal.hpp"
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 #include "core/error.hpp"
 
 namespace wiola::comm::detail {
@@ -70,5 +73,14 @@ MPI_Datatype mpi_reduce_type(DType t) {
 }
 
 MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+
+bool device_aware_mpi() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  static const bool aware = MPIX_Query_cuda_support() == 1;
+  return aware;
+#else
+  return false;  // e.g. Debian's Open MPI: built without CUDA support
+#endif
+}
 
 }  // namespace wiola::comm::detail
