@@ -61,13 +61,23 @@ class Backend {
   // Contiguous tensor <-> host bytes in the tensor's own dtype.
   virtual void to_host(const Tensor& src, void* dst) = 0;
   virtual void from_host(const void* src, const Tensor& dst) = 0;
+  // Raw bytes between this backend's memory and host memory (staging device
+  // buffers for a transport that reads only host memory).
+  virtual void copy_to_host(const void* src, void* host_dst, std::size_t bytes) = 0;
+  virtual void copy_from_host(const void* host_src, void* dst, std::size_t bytes) = 0;
 
   // ---- elementwise and reductions ----------------------------------------
   virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;  // out = a + b
   virtual void axpy(double alpha, const Tensor& x, const Tensor& y) = 0;      // y += alpha * x
   virtual void scale(const Tensor& x, double alpha) = 0;                      // x *= alpha
-  // Σ x² accumulated in double; NaN or Inf anywhere propagates into the result.
-  virtual double sum_squares(const Tensor& x) = 0;
+  // Reductions into an F64 [1, 1] accumulator in backend memory, so that
+  // orchestration can sum losses and norms without reading them back until
+  // it needs them (once per step). NaN or Inf anywhere propagates.
+  // acc += Σ x, the elements added in double one after another in row-major order.
+  virtual void sum(const Tensor& x, const Tensor& acc) = 0;
+  // acc += Σ x², accumulated in double (in fixed-size chunks, so the result
+  // does not depend on the thread count).
+  virtual void sum_squares(const Tensor& x, const Tensor& acc) = 0;
 
   // ---- linear: y = x·Wᵀ, x [N, in], W [out, in], y [N, out] ------------------
   virtual void linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) = 0;

@@ -109,10 +109,8 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     Tensor loss = alloc(N, 1);
     saved.lse = alloc(N, 1);
     backend_.cross_entropy_fwd(saved.logits, in.targets, loss, saved.lse);
-    for (double v : to_host_f64(backend_, loss)) out.loss_sum += v;
-    std::vector<std::int32_t> targets(static_cast<std::size_t>(N));
-    backend_.to_host(in.targets, targets.data());
-    for (auto t : targets) out.loss_tokens += t >= 0;
+    out.loss_sum = in.loss_sum.defined() ? in.loss_sum : backend_.alloc(DType::F64, 1, 1);
+    backend_.sum(loss, out.loss_sum);
   } else {
     out.x = x;
     const int k = carry_count(spec_.end_layer);

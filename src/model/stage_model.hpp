@@ -27,13 +27,17 @@ struct StageInput {
   Tensor targets;             // I32 [B*T, 1], last stage (-1: ignored)
   Tensor x;                   // [B*T, d], other stages: X_{first_layer}
   std::vector<Tensor> carry;  // other stages: summaries of X_j, j in [first_layer - k, first_layer)
+  // Last stage, optional: an F64 [1, 1] accumulator in backend memory that
+  // receives += Σ per-token cross-entropy (a fresh one when empty).
+  Tensor loss_sum;
 };
 
 struct StageOutput {
   Tensor x;                   // X_{end_layer} (not on the last stage)
   std::vector<Tensor> carry;  // summaries the next stage needs (not on the last stage)
-  double loss_sum = 0;        // last stage: Σ per-token cross-entropy
-  std::int64_t loss_tokens = 0;
+  // Last stage: the accumulator holding Σ per-token cross-entropy, in backend
+  // memory (nothing is read back here; the caller counts the targets it gave).
+  Tensor loss_sum;
 };
 
 struct StageGrads {

@@ -61,6 +61,16 @@ void scale(std::int64_t rows, std::int64_t cols, T alpha, T* x, std::int64_t ldx
   });
 }
 
+// Σ x in double, the elements added one after another in row-major order
+// (a loss of B·T per-token values: small, and its rounding is fixed).
+template <class T>
+double sum_in_order(std::int64_t rows, std::int64_t cols, const T* x, std::int64_t ldx) {
+  double s = 0.0;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) s += static_cast<double>(x[r * ldx + c]);
+  return s;
+}
+
 // Elements per partial sum of sum_squares. Fixed (never derived from the thread
 // count) so the rounding of the result is the same on every run.
 inline constexpr std::int64_t kSumChunk = 4096;

@@ -7,10 +7,6 @@
 
 namespace wiola::pipeline {
 
-bool per_microbatch(ActionKind k) {
-  return k != ActionKind::ReduceGrads && k != ActionKind::OptimizerStep;
-}
-
 std::string_view schedule_kind_name(ScheduleKind k) {
   return k == ScheduleKind::GPipe ? "gpipe" : "1f1b";
 }
@@ -82,8 +78,6 @@ std::vector<Action> make_schedule(ScheduleKind kind, int stages, int stage, int 
     out.push_back(order[k]);
     if (auto s = send_for(order[k])) out.push_back(*s);
   }
-  out.push_back({ActionKind::ReduceGrads, -1});
-  out.push_back({ActionKind::OptimizerStep, -1});
   return out;
 }
 
@@ -92,6 +86,19 @@ std::vector<std::vector<Action>> make_schedules(ScheduleKind kind, int stages, i
   std::vector<std::vector<Action>> all;
   for (int s = 0; s < stages; ++s) all.push_back(make_schedule(kind, stages, s, microbatches));
   return all;
+}
+
+std::vector<Action> make_forward_schedule(int stages, int stage, int microbatches) {
+  check_shape(stages, microbatches);
+  require(stage >= 0 && stage < stages, "pipeline: stage ", stage, " is out of range for ", stages,
+          " stages");
+  std::vector<Action> a;
+  for (int mb = 0; mb < microbatches; ++mb) {
+    if (stage > 0) a.push_back({ActionKind::RecvActivation, mb, 0});
+    a.push_back({ActionKind::Forward, mb, 0});
+    if (stage < stages - 1) a.push_back({ActionKind::SendActivation, mb, 0});
+  }
+  return a;
 }
 
 double theoretical_bubble(ScheduleKind kind, int stages, int microbatches) {

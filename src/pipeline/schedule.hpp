@@ -1,8 +1,10 @@
 #pragma once
-// Pipeline schedules as data: for one stage, the ordered list of actions of
-// one optimizer step. The executor walks the list; the schedule checker
-// (pipeline/schedule_check.hpp) proves a set of lists consistent and
-// deadlock-free before anything runs.
+// Pipeline schedules as data: for one stage, the ordered list of compute and
+// transfer actions of one optimizer step. The executor walks the list; the
+// schedule checker (pipeline/schedule_check.hpp) proves a set of lists
+// consistent and deadlock-free before anything runs. What follows the list
+// (gradient reduction, clipping, the optimizer) is the trainer's, in plain
+// sequence.
 //
 // Executor contract (what each action means):
 //  * RecvActivation / RecvGrad POST a non-blocking receive for that micro-batch
@@ -11,10 +13,7 @@
 //  * Forward / Backward first wait for their receive to complete (the first
 //    stage's Forward and the last stage's Backward have none), then compute.
 //  * SendActivation / SendGrad POST a non-blocking send of what the Forward /
-//    Backward just produced. The executor waits on all sends before OptimizerStep.
-//  * ReduceGrads: the gradient reduction over the data-parallel group (and the
-//    tied embedding's gradient sum between the first and last stage).
-//  * OptimizerStep: ends the step; always the last action.
+//    Backward just produced. The executor waits on all sends at the end.
 // The first stage has no RecvActivation / SendGrad, the last stage no
 // SendActivation / RecvGrad. Per (peer, direction), sends and receives are in
 // the same micro-batch order, so they match even with a single tag.
@@ -40,8 +39,6 @@ enum class ActionKind : std::uint8_t {
   RecvGrad,
   Backward,
   SendGrad,
-  ReduceGrads,
-  OptimizerStep,
 };
 
 enum class ScheduleKind : std::uint8_t {
@@ -51,13 +48,10 @@ enum class ScheduleKind : std::uint8_t {
 
 struct Action {
   ActionKind kind = ActionKind::Forward;
-  int microbatch = -1;  // -1 for ReduceGrads and OptimizerStep
+  int microbatch = 0;
   int chunk = 0;        // virtual-stage index (interleaving); 0 for now
   friend bool operator==(const Action&, const Action&) = default;
 };
-
-// True for the kinds that carry a micro-batch (all but ReduceGrads, OptimizerStep).
-bool per_microbatch(ActionKind k);
 
 std::string_view schedule_kind_name(ScheduleKind k);   // "gpipe", "1f1b"
 ScheduleKind parse_schedule_kind(std::string_view s);  // also "GPipe", "1F1B"; throws otherwise
@@ -67,6 +61,8 @@ ScheduleKind parse_schedule_kind(std::string_view s);  // also "GPipe", "1F1B"; 
 std::vector<Action> make_schedule(ScheduleKind kind, int stages, int stage, int microbatches);
 // Every stage's schedule, index = stage.
 std::vector<std::vector<Action>> make_schedules(ScheduleKind kind, int stages, int microbatches);
+// Forwards only (evaluation): per micro-batch receive, forward, send.
+std::vector<Action> make_forward_schedule(int stages, int stage, int microbatches);
 
 // Forwards a stage runs before its steady phase: GPipe m; 1F1B min(P - s - 1, m).
 int warmup_forwards(ScheduleKind kind, int stages, int stage, int microbatches);
@@ -76,8 +72,8 @@ double theoretical_bubble(ScheduleKind kind, int stages, int microbatches);
 // A warning when the pipeline never fills (m < P) or the bubble exceeds 25%.
 std::optional<std::string> bubble_warning(int stages, int microbatches);
 
-// Compact text form for logs and tests: "RA3 F3 SA3 RG3 B3 SG3 RED OPT";
-// a non-zero chunk is appended as "F3@1", "RED@1".
+// Compact text form for logs and tests: "RA3 F3 SA3 RG3 B3 SG3"; a non-zero
+// chunk is appended as "F3@1".
 std::string to_string(const Action& a);
 std::string to_string(std::span<const Action> actions);  // space-separated
 Action parse_action(std::string_view s);                 // throws on bad input

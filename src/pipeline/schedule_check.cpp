@@ -15,7 +15,7 @@ std::string ScheduleCheck::message() const {
 namespace {
 
 using detail::concat;
-constexpr int kKinds = 8;
+constexpr int kKinds = 6;
 constexpr std::size_t kMaxErrors = 40;  // one broken rule can repeat for every micro-batch
 
 enum Dir { Act = 0, Grad = 1 };
@@ -59,7 +59,7 @@ class Checker {
   }
   bool in_range(const Action& a) const {
     if (a.chunk < 0 || a.chunk >= C_) return false;
-    return !per_microbatch(a.kind) || (a.microbatch >= 0 && a.microbatch < m_);
+    return a.microbatch >= 0 && a.microbatch < m_;
   }
 
   // ---- (a) ------------------------------------------------------------------
@@ -70,8 +70,6 @@ class Checker {
     auto at = [&](ActionKind k, int c, int mb) -> int& {
       return pos[(std::size_t(k) * C_ + c) * m_ + mb];
     };
-    std::vector<int> red(C_, -1);
-    int red_count_bad = 0, opt = -1, opt_count = 0;
     for (int i = 0; i < static_cast<int>(list.size()); ++i) {
       const Action& a = list[i];
       if (!in_range(a)) {
@@ -79,28 +77,14 @@ class Checker {
               " micro-batches, ", C_, " chunk", C_ == 1 ? "" : "s", ")");
         continue;
       }
-      if (a.kind == ActionKind::OptimizerStep) {
-        opt = i;
-        ++opt_count;
-      } else if (a.kind == ActionKind::ReduceGrads) {
-        if (red[a.chunk] != -1) ++red_count_bad;
-        red[a.chunk] = i;
-      } else {
-        int& p = at(a.kind, a.chunk, a.microbatch);
-        if (p != -1) error("stage ", s, ": ", to_string(a), " appears more than once");
-        p = p == -1 ? i : -2;
-      }
+      int& p = at(a.kind, a.chunk, a.microbatch);
+      if (p != -1) error("stage ", s, ": ", to_string(a), " appears more than once");
+      p = p == -1 ? i : -2;
     }
-    if (opt_count != 1)
-      error("stage ", s, ": OptimizerStep appears ", opt_count, " times, not once");
-    else if (opt != static_cast<int>(list.size()) - 1)
-      error("stage ", s, ": OptimizerStep is not the last action");
-    if (red_count_bad) error("stage ", s, ": ReduceGrads appears more than once for a chunk");
 
     for (int c = 0; c < C_; ++c) {
       const int v = virt(s, c);
       const bool first = v == 0, last = v == V_ - 1;
-      int last_bwd = -1;
       for (int mb = 0; mb < m_; ++mb) {
         const int f = at(ActionKind::Forward, c, mb), b = at(ActionKind::Backward, c, mb);
         auto name = [&](ActionKind k) { return to_string(act(k, mb, c)); };
@@ -109,7 +93,6 @@ class Checker {
         if (f >= 0 && b >= 0 && b < f)
           error("stage ", s, ": ", name(ActionKind::Backward), " comes before ",
                 name(ActionKind::Forward));
-        last_bwd = std::max(last_bwd, b);
         // Which communication this virtual stage must (and must not) have,
         // and the compute it must precede (receives) or follow (sends).
         struct Need {
@@ -141,12 +124,6 @@ class Checker {
             error("stage ", s, ": ", name(n.kind), " comes before the compute that produces it");
         }
       }
-      if (red[c] == -1)
-        error("stage ", s, ": ReduceGrads", c ? concat("@", c) : "", " is missing");
-      else if (red[c] < last_bwd)
-        error("stage ", s, ": ReduceGrads", c ? concat("@", c) : "",
-              " comes before the last Backward");
-      if (opt >= 0 && red[c] > opt) error("stage ", s, ": ReduceGrads comes after OptimizerStep");
     }
   }
 
@@ -203,11 +180,6 @@ class Checker {
     std::vector<char> sent(n_msgs, 0), posted(n_msgs, 0);
     auto key = [&](int dir, int v, int mb) { return (std::size_t(dir) * V_ + v) * m_ + mb; };
     std::vector<std::vector<std::size_t>> my_sends(P_);
-    // The tied embedding's gradient is summed between the first and the last
-    // stage inside ReduceGrads, so their ReduceGrads wait for each other.
-    const bool paired = P_ > 1;
-    const int first_red_stage = 0, last_red_stage = (V_ - 1) % P_;
-    bool arrived[2] = {false, false};
     std::vector<std::size_t> pc(P_, 0);
 
     auto try_run = [&](int s, const Action& a) -> bool {
@@ -225,17 +197,6 @@ class Checker {
           return true;
         case ActionKind::Forward: return v == 0 || sent[key(Act, v, a.microbatch)];
         case ActionKind::Backward: return v == V_ - 1 || sent[key(Grad, v, a.microbatch)];
-        case ActionKind::ReduceGrads: {
-          if (!paired) return true;
-          const bool is_first = s == first_red_stage && a.chunk == 0;
-          const bool is_last = s == last_red_stage && a.chunk == C_ - 1;
-          if (!is_first && !is_last) return true;
-          arrived[is_first ? 0 : 1] = true;
-          return arrived[is_first ? 1 : 0];
-        }
-        case ActionKind::OptimizerStep:
-          return std::all_of(my_sends[s].begin(), my_sends[s].end(),
-                             [&](std::size_t k) { return posted[k] != 0; });
       }
       return true;
     };
@@ -248,9 +209,20 @@ class Checker {
           progress = true;
         }
     }
+    // A stage's step ends when every send it posted has a posted receive.
+    auto sends_received = [&](int s) {
+      return std::all_of(my_sends[s].begin(), my_sends[s].end(),
+                         [&](std::size_t k) { return posted[k] != 0; });
+    };
     std::string blocked;
     for (int s = 0; s < P_; ++s) {
-      if (pc[s] >= st_[s].size()) continue;
+      if (pc[s] >= st_[s].size()) {
+        if (!sends_received(s))
+          blocked += concat(blocked.empty() ? "" : "; ", "stage ", s,
+                            " waits at the end of its list for a peer to post the receive of a "
+                            "send");
+        continue;
+      }
       const Action& a = st_[s][pc[s]];
       const int v = virt(s, a.chunk);
       std::string why;
@@ -263,8 +235,6 @@ class Checker {
           why = concat("for ", to_string(act(ActionKind::SendGrad, a.microbatch, 0)), " from ",
                        where(v + 1));
           break;
-        case ActionKind::ReduceGrads: why = "for the other end of the tied embedding"; break;
-        case ActionKind::OptimizerStep: why = "for a peer to post the receive of a send"; break;
         default: break;
       }
       blocked +=

@@ -9,16 +9,15 @@
 //      Backward, Forward first; the receives and sends a virtual stage needs
 //      appear exactly once each (none that it must not have), each receive
 //      before the compute that waits for it and each send after the compute
-//      that produces it; one ReduceGrads per chunk after that chunk's
-//      backwards; OptimizerStep once, last.
+//      that produces it.
 //  (b) matching: every SendActivation has its RecvActivation on the next
 //      virtual stage and every SendGrad its RecvGrad on the previous one, and
 //      per (sender, receiver, direction) they are in the same order (FIFO).
 //  (c) a simulation of all stages under the executor contract runs to
 //      completion: receives and sends are posted without blocking; Forward /
-//      Backward run once the peer has posted the matching send; OptimizerStep
-//      runs once every send of the stage has a posted receive; ReduceGrads of
-//      the first and last stage (the tied embedding) wait for each other.
+//      Backward run once the peer has posted the matching send; a stage's
+//      list ends once every send it posted has a posted receive (the executor
+//      waits for its sends before returning).
 //  (d) the peak number of micro-batches (x chunks) each stage holds:
 //      forwarded and not yet backwarded.
 #include <string>

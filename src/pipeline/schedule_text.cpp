@@ -13,9 +13,8 @@ struct Code {
   ActionKind kind;
   std::string_view text;
 };
-// Longer codes first so "RED" is not read as "R".
+// Two-letter codes first so "RA" is not read as an unknown "R".
 constexpr Code kCodes[] = {
-    {ActionKind::ReduceGrads, "RED"},   {ActionKind::OptimizerStep, "OPT"},
     {ActionKind::RecvActivation, "RA"}, {ActionKind::SendActivation, "SA"},
     {ActionKind::RecvGrad, "RG"},       {ActionKind::SendGrad, "SG"},
     {ActionKind::Forward, "F"},         {ActionKind::Backward, "B"},
@@ -36,7 +35,7 @@ bool parse_int(std::string_view s, int& v) {
 
 std::string to_string(const Action& a) {
   std::string s(code(a.kind));
-  if (per_microbatch(a.kind)) s += std::to_string(a.microbatch);
+  s += std::to_string(a.microbatch);
   if (a.chunk != 0) {
     s += '@';  // appended piecewise: `"@" + std::string` trips a GCC 12 -Wrestrict false positive
     s += std::to_string(a.chunk);
@@ -63,14 +62,11 @@ Action parse_action(std::string_view s) {
     if (at != std::string_view::npos)
       require(parse_int(rest.substr(at + 1), a.chunk), "schedule action '", s,
               "': bad chunk after '@'");
-    if (per_microbatch(c.kind))
-      require(parse_int(mb, a.microbatch), "schedule action '", s,
-              "': expected a micro-batch number after '", c.text, "'");
-    else
-      require(mb.empty(), "schedule action '", s, "': '", c.text, "' takes no micro-batch");
+    require(parse_int(mb, a.microbatch), "schedule action '", s,
+            "': expected a micro-batch number after '", c.text, "'");
     return a;
   }
-  fail("schedule action '", s, "' is unknown (expected RA, F, SA, RG, B, SG, RED or OPT)");
+  fail("schedule action '", s, "' is unknown (expected RA, F, SA, RG, B or SG)");
 }
 
 std::vector<Action> parse_actions(std::string_view s) {

@@ -1,18 +1,25 @@
 #pragma once
-// The stage-boundary message (docs/pipeline.md, "Wire format"). One message
-// per micro-batch and direction: a fixed 32-byte header, the row count of
-// every tensor, then the tensors back to back in the compute dtype:
+// What crosses a stage boundary (docs/pipeline.md, "Wire format"), per
+// micro-batch and direction:
 //   forward  (stage k -> k+1): X_b [B*T, d], then the carried summaries
 //   backward (stage k+1 -> k): dX_b, then the gradients of the carried summaries
 // A carried summary has B*T rows (causal summaries) or B rows (sequence).
-// The receiver knows the expected shape, so it posts a receive of exactly the
-// right size and checks the header before using the payload.
+//
+// The tensors travel as they are, in the backend's memory and compute dtype
+// (device memory goes to a device-aware transport without a host copy), one
+// message per tensor. Before them goes a small host message: a fixed 32-byte
+// header and the row count of every tensor, which the receiver checks against
+// the shape it expects before it uses the tensors. Each part has its own tag;
+// per (peer, direction) micro-batches are sent and received in the same order
+// (the schedule checker proves it), so the header's step and micro-batch catch
+// any mismatch.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "core/dtype.hpp"
+#include "backend/backend.hpp"  // SummaryMode
 
 namespace wiola {
 
@@ -37,18 +44,28 @@ struct BoundaryShape {
   int batch = 0, seq = 0, width = 0;
   DType dtype = DType::F32;
   std::vector<std::int64_t> rows;  // per tensor
-  std::size_t bytes() const;       // whole message
+  std::int64_t total_rows() const;
+  std::size_t header_bytes() const;   // the header message
+  std::size_t payload_bytes() const;  // all tensors
 };
 
 // The shape of what crosses into a stage: X plus `carry` summaries.
 BoundaryShape boundary_shape(int batch, int seq, int width, DType dtype, int carry,
                              SummaryMode summary);
 
-void pack_message(Backend& be, WireKind kind, int step, int microbatch, const BoundaryShape& shape,
-                  std::span<const Tensor> tensors, std::vector<std::byte>& out);
-// Checks the header against what was expected (throws wiola::Error naming the
-// mismatch) and returns freshly allocated tensors.
-std::vector<Tensor> unpack_message(Backend& be, WireKind kind, int step, int microbatch,
-                                   const BoundaryShape& shape, const std::vector<std::byte>& in);
+// The header message of one micro-batch.
+std::vector<std::byte> encode_header(WireKind kind, int step, int microbatch,
+                                     const BoundaryShape& shape);
+// Checks a received header message against what this stage expects; throws
+// wiola::Error naming the mismatch.
+void check_header(WireKind kind, int step, int microbatch, const BoundaryShape& shape,
+                  std::span<const std::byte> message);
+
+// Tag of part `part` (0: the header, 1..: the tensors) of a message of `kind`;
+// `parts_per_message` is the same on both ends (1 + the most tensors a
+// boundary of this model can carry).
+inline int wire_tag(WireKind kind, int part, int parts_per_message) {
+  return static_cast<int>(kind) * parts_per_message + part;
+}
 
 }  // namespace wiola

@@ -20,7 +20,9 @@ double RunLayout::message_bytes(int s) const {
   // (StageModel::carry_count).
   const int b = stages.at(std::size_t(s)).end_layer;
   const int carry = std::min(model.Lambda - 1, b);
-  return double(boundary_shape(micro_batch, model.T, model.d, dtype, carry, model.summary).bytes());
+  const BoundaryShape shape =
+      boundary_shape(micro_batch, model.T, model.d, dtype, carry, model.summary);
+  return double(shape.header_bytes() + shape.payload_bytes());
 }
 
 std::int64_t RunLayout::stage_params(int s) const {
@@ -46,7 +48,7 @@ RunLayout layout_from(const TrainOptions& opts, const std::vector<StageSpec>& st
   l.global_batch = opts.global_batch;
   l.zero = opts.zero;
   l.threads = opts.threads;
-  l.schedule = pipeline::parse_schedule_kind(opts.schedule);
+  l.schedule = opts.schedule;
   l.dtype = opts.dtype;
   return l;
 }

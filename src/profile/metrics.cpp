@@ -26,7 +26,6 @@ TimeSplit TimeSplit::scaled(double f) const {
 
 namespace {
 
-using pipeline::ActionKind;
 
 struct Interval {
   double begin = 0, end = 0;
@@ -60,10 +59,10 @@ std::vector<PhaseTimes> phase_times(const std::vector<RankRecord>& records) {
   std::map<int, std::vector<std::pair<Interval, Interval>>> steps;
   for (std::size_t r = 0; r < n; ++r)
     for (const TimedAction& a : records[r].actions) {
-      if (a.kind != ActionKind::ReduceGrads && a.kind != ActionKind::OptimizerStep) continue;
+      if (a.kind != EventKind::ReduceGrads && a.kind != EventKind::OptimizerStep) continue;
       auto& v = steps[a.step];
       v.resize(n);
-      Interval& iv = a.kind == ActionKind::ReduceGrads ? v[r].first : v[r].second;
+      Interval& iv = a.kind == EventKind::ReduceGrads ? v[r].first : v[r].second;
       iv = {a.begin, a.end, true};
     }
   for (const auto& [step, v] : steps) {
@@ -149,10 +148,10 @@ Metrics compute_metrics(const RunLayout& layout, const std::vector<RankRecord>& 
     double covered = 0;
     for (const TimedAction& a : rec.actions) {
       covered += a.end - a.begin;
-      if (a.kind == ActionKind::Forward) {
+      if (a.kind == EventKind::Forward) {
         rm.forward_s += a.end - a.begin - a.waited;
         ++nf;
-      } else if (a.kind == ActionKind::Backward) {
+      } else if (a.kind == EventKind::Backward) {
         rm.backward_s += a.end - a.begin - a.waited;
         ++nb;
       }

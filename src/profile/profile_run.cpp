@@ -22,7 +22,7 @@ TrainOptions profile_train_options(const TrainOptions& opts, int warmup, int mea
   o.save_dir.clear();
   o.save_interval = 0;
   o.save_minutes = 0;
-  o.resume = "none";
+  o.resume = ResumeFrom{};
   o.exit_after_step = 0;
   if (!o.vocab_explicit) {
     // train() adopts the dataset's vocabulary; fix it here so the FLOP

@@ -43,12 +43,28 @@ RankRecord deserialise(const std::vector<double>& v) {
   r.step_ends.assign(v.begin() + kHeader, v.begin() + std::ptrdiff_t(kHeader + n_steps));
   const double* p = v.data() + kHeader + n_steps;
   for (std::size_t i = 0; i < n_actions; ++i, p += kPerAction)
-    r.actions.push_back({int(p[0]), static_cast<pipeline::ActionKind>(int(p[1])), int(p[2]), p[3],
-                         p[4], p[5]});
+    r.actions.push_back({int(p[0]), static_cast<EventKind>(int(p[1])), int(p[2]), p[3], p[4],
+                         p[5]});
   return r;
 }
 
 }  // namespace
+
+EventKind event_kind(pipeline::ActionKind k) {
+  switch (k) {
+    case pipeline::ActionKind::RecvActivation: return EventKind::RecvActivation;
+    case pipeline::ActionKind::Forward: return EventKind::Forward;
+    case pipeline::ActionKind::SendActivation: return EventKind::SendActivation;
+    case pipeline::ActionKind::RecvGrad: return EventKind::RecvGrad;
+    case pipeline::ActionKind::Backward: return EventKind::Backward;
+    case pipeline::ActionKind::SendGrad: return EventKind::SendGrad;
+  }
+  fail("profile: unknown action kind");
+}
+
+EventKind event_kind(StepPhase p) {
+  return p == StepPhase::ReduceGrads ? EventKind::ReduceGrads : EventKind::OptimizerStep;
+}
 
 StepRecorder::StepRecorder(comm::Communicator& world, int warmup_steps)
     : world_(world), warmup_(warmup_steps) {
@@ -56,7 +72,8 @@ StepRecorder::StepRecorder(comm::Communicator& world, int warmup_steps)
   rec_.rank = world.rank();
 }
 
-void StepRecorder::on_step(std::int64_t step, const StageExecutor::Result& result) {
+void StepRecorder::on_step(const StepRecord& r) {
+  const std::int64_t step = r.step;
   if (step < warmup_) return;
   if (step == warmup_) {
     t0_ = common_time_origin(world_);
@@ -65,10 +82,12 @@ void StepRecorder::on_step(std::int64_t step, const StageExecutor::Result& resul
   }
   const int measured = int(step - warmup_);
   rec_.steps = measured;
-  rec_.times += result.times;
-  for (const auto& e : result.events)
-    rec_.actions.push_back({measured, e.action.kind, e.action.microbatch, e.begin - t0_,
-                            e.end - t0_, e.waited});
+  rec_.times += r.times;
+  for (const auto& e : r.run->events)
+    rec_.actions.push_back({measured, event_kind(e.action.kind), e.action.microbatch,
+                            e.begin - t0_, e.end - t0_, e.waited});
+  for (const PhaseEvent& p : {r.reduce, r.optimizer})
+    rec_.actions.push_back({measured, event_kind(p.phase), -1, p.begin - t0_, p.end - t0_, 0.0});
   const double now = steady_seconds() - t0_;
   rec_.step_ends.push_back(now);
   rec_.window_s = now;

@@ -16,11 +16,26 @@
 
 namespace wiola::profile {
 
-// One executed action of a measured step.
+// What a timeline entry is: one of the schedule's actions (same names as
+// pipeline::ActionKind), or one of the two phases the trainer runs after them.
+enum class EventKind : std::uint8_t {
+  RecvActivation,
+  Forward,
+  SendActivation,
+  RecvGrad,
+  Backward,
+  SendGrad,
+  ReduceGrads,    // StepPhase::ReduceGrads
+  OptimizerStep,  // StepPhase::Optimizer
+};
+EventKind event_kind(pipeline::ActionKind k);
+EventKind event_kind(StepPhase p);
+
+// One executed action (or trainer phase) of a measured step.
 struct TimedAction {
   int step = 0;  // measured step, 1-based
-  pipeline::ActionKind kind = pipeline::ActionKind::Forward;
-  int microbatch = -1;
+  EventKind kind = EventKind::Forward;
+  int microbatch = -1;  // -1 for the trainer's phases
   double begin = 0, end = 0;  // seconds since the common origin
   double waited = 0;          // of which blocked on a peer (at the start of the action)
 };
@@ -41,7 +56,7 @@ class StepRecorder final : public TrainObserver {
   // Steps 1..warmup are not recorded; the barrier follows step `warmup` (>= 1).
   StepRecorder(comm::Communicator& world, int warmup_steps);
   bool wants_events() const override { return armed_; }
-  void on_step(std::int64_t step, const StageExecutor::Result& result) override;
+  void on_step(const StepRecord& record) override;
   RankRecord& record() { return rec_; }
 
  private:

@@ -47,9 +47,9 @@ struct RankState {
   std::vector<Action> actions;
   std::size_t pc = 0;
   double clock = 0;
-  bool at_reduce = false;
+  bool at_reduce = false;  // the list is done and its sends complete
   double rg_begin = 0;
-  std::vector<Channel*> sent;  // channels this rank sent on, to complete before ReduceGrads
+  std::vector<Channel*> sent;  // channels this rank sent on, to complete at the end of the list
   RankRecord rec;
 };
 
@@ -87,28 +87,51 @@ SimResult simulate(const SimInput& in) {
     st.rec.dp_index = st.dp_index;
     st.rec.steps = 1;
   }
-  auto record = [](RankState& st, const Action& a, double begin, double end, double waited) {
-    st.rec.actions.push_back({1, a.kind, a.microbatch, begin, end, waited});
+  auto record = [](RankState& st, EventKind kind, int mb, double begin, double end,
+                   double waited) { st.rec.actions.push_back({1, kind, mb, begin, end, waited}); };
+  auto record_action = [&](RankState& st, const Action& a, double begin, double end,
+                           double waited) {
+    record(st, event_kind(a.kind), a.microbatch, begin, end, waited);
+  };
+  // The end of a rank's list: the executor completes its sends (comm time),
+  // then the trainer's reduction starts. False while a send is incomplete.
+  auto finish_list = [](RankState& st) {
+    const double t = st.clock;
+    double sends_done = t;
+    for (Channel* c : st.sent) {
+      c->resolve();
+      if (c->next < c->msgs.size()) return false;
+      sends_done = std::max(sends_done, c->free_at);
+    }
+    st.rg_begin = t;
+    st.rec.times.comm += sends_done - t;
+    st.clock = sends_done;
+    st.at_reduce = true;
+    return true;
   };
 
-  // Pipeline phase: advance every rank until it reaches ReduceGrads.
+  // Pipeline phase: advance every rank through its list.
   for (bool progress = true; progress;) {
     progress = false;
     for (RankState& st : ranks) {
       const SimStage& cost = in.stages[std::size_t(st.stage)];
       const int s = st.stage, i = st.dp_index;
-      while (!st.at_reduce && st.pc < st.actions.size()) {
+      while (!st.at_reduce) {
+        if (st.pc == st.actions.size()) {
+          if (finish_list(st)) progress = true;
+          break;
+        }
         const Action& a = st.actions[st.pc];
         const double t = st.clock;
         bool done = true;
         switch (a.kind) {
           case ActionKind::RecvActivation:
             channel(0, s - 1, i).msgs.at(std::size_t(a.microbatch)).recv_post = t;
-            record(st, a, t, t, 0);
+            record_action(st, a, t, t, 0);
             break;
           case ActionKind::RecvGrad:
             channel(1, s, i).msgs.at(std::size_t(a.microbatch)).recv_post = t;
-            record(st, a, t, t, 0);
+            record_action(st, a, t, t, 0);
             break;
           case ActionKind::SendActivation:
           case ActionKind::SendGrad: {
@@ -117,7 +140,7 @@ SimResult simulate(const SimInput& in) {
             c.msgs.at(std::size_t(a.microbatch)).send_post = t;
             if (std::find(st.sent.begin(), st.sent.end(), &c) == st.sent.end())
               st.sent.push_back(&c);
-            record(st, a, t, t, 0);
+            record_action(st, a, t, t, 0);
             break;
           }
           case ActionKind::Forward:
@@ -138,33 +161,13 @@ SimResult simulate(const SimInput& in) {
             st.rec.times.wait += ready - t;
             st.rec.times.compute += dur;
             st.clock = ready + dur;
-            record(st, a, t, st.clock, ready - t);
+            record_action(st, a, t, st.clock, ready - t);
             break;
           }
-          case ActionKind::ReduceGrads: {
-            // The executor completes its sends first (counted as comm).
-            double sends_done = t;
-            for (Channel* c : st.sent) {
-              c->resolve();
-              if (c->next < c->msgs.size()) {
-                done = false;
-                break;
-              }
-              sends_done = std::max(sends_done, c->free_at);
-            }
-            if (!done) break;
-            st.rg_begin = t;
-            st.rec.times.comm += sends_done - t;
-            st.clock = sends_done;
-            st.at_reduce = true;
-            break;
-          }
-          case ActionKind::OptimizerStep:
-            fail("simulator: OptimizerStep before ReduceGrads on stage ", s);
         }
         if (!done) break;
         progress = true;
-        if (!st.at_reduce) ++st.pc;
+        ++st.pc;
       }
     }
   }
@@ -172,7 +175,7 @@ SimResult simulate(const SimInput& in) {
     require(st.at_reduce, "simulator: the schedule deadlocks at stage ", st.stage, " action ",
             st.pc);
 
-  // ReduceGrads: the tied embedding's sum, then the data-group reduction.
+  // The reduction: the tied embedding's sum, then the data-group reduction.
   std::vector<double> t(static_cast<std::size_t>(W));
   for (int r = 0; r < W; ++r) t[std::size_t(r)] = ranks[std::size_t(r)].clock;
   if (P > 1)
@@ -200,7 +203,7 @@ SimResult simulate(const SimInput& in) {
   }
   std::vector<double> rg_end = t;
 
-  // OptimizerStep: the world all-reduce of the squared norm and loss (small:
+  // The optimizer phase: the world all-reduce of the squared norm and loss (small:
   // latency-bound, a tree of 2 log2(W) hops over the slowest link).
   std::vector<int> world(static_cast<std::size_t>(W));
   for (int r = 0; r < W; ++r) world[std::size_t(r)] = r;
@@ -225,9 +228,8 @@ SimResult simulate(const SimInput& in) {
   SimResult res;
   for (int r = 0; r < W; ++r) {
     RankState& st = ranks[std::size_t(r)];
-    const Action rg{ActionKind::ReduceGrads, -1, 0}, opt{ActionKind::OptimizerStep, -1, 0};
-    record(st, rg, st.rg_begin, rg_end[std::size_t(r)], 0);
-    record(st, opt, rg_end[std::size_t(r)], t[std::size_t(r)], 0);
+    record(st, EventKind::ReduceGrads, -1, st.rg_begin, rg_end[std::size_t(r)], 0);
+    record(st, EventKind::OptimizerStep, -1, rg_end[std::size_t(r)], t[std::size_t(r)], 0);
     // Everything from the end of the sends to the end of the step is optimizer time.
     st.rec.times.optimizer = t[std::size_t(r)] - st.clock;
     st.rec.times.total = t[std::size_t(r)] - in.stages[std::size_t(st.stage)].other_s;

@@ -31,7 +31,9 @@ std::vector<SweepPoint> sweep_points(const TrainOptions& base, const SweepSpec& 
                                                         : spec.micro_batch;
   const std::vector<int> zeros = spec.zero.empty() ? std::vector<int>{base.zero} : spec.zero;
   const std::vector<std::string> scheds =
-      spec.schedule.empty() ? std::vector<std::string>{base.schedule} : spec.schedule;
+      spec.schedule.empty()
+          ? std::vector<std::string>{std::string(pipeline::schedule_kind_name(base.schedule))}
+          : spec.schedule;
   const std::vector<int> counts = spec.microbatches.empty() ? std::vector<int>{0} : spec.microbatches;
   std::vector<SweepPoint> out;
   for (int pp : pps) {
@@ -83,7 +85,7 @@ std::vector<SweepRow> run_sweep(const TrainOptions& base, const std::vector<Swee
     o.micro_batch = p.micro_batch;
     o.global_batch = p.global_batch;
     o.zero = p.zero;
-    o.schedule = p.schedule;
+    o.schedule = pipeline::parse_schedule_kind(p.schedule);
     // An explicit split only fits the pipeline depth it was written for.
     if (!o.stage_layers.empty() &&
         std::count(o.stage_layers.begin(), o.stage_layers.end(), ',') + 1 != p.pp)

@@ -94,32 +94,32 @@ Json Trace::to_json(Json other) const {
 
 namespace {
 
-using pipeline::ActionKind;
+using Kind = EventKind;
 
-const char* slice_name(ActionKind k) {
+const char* slice_name(Kind k) {
   switch (k) {
-    case ActionKind::RecvActivation: return "RecvActivation";
-    case ActionKind::Forward: return "Forward";
-    case ActionKind::SendActivation: return "SendActivation";
-    case ActionKind::RecvGrad: return "RecvGrad";
-    case ActionKind::Backward: return "Backward";
-    case ActionKind::SendGrad: return "SendGrad";
-    case ActionKind::ReduceGrads: return "ReduceGrads";
-    case ActionKind::OptimizerStep: return "OptimizerStep";
+    case Kind::RecvActivation: return "RecvActivation";
+    case Kind::Forward: return "Forward";
+    case Kind::SendActivation: return "SendActivation";
+    case Kind::RecvGrad: return "RecvGrad";
+    case Kind::Backward: return "Backward";
+    case Kind::SendGrad: return "SendGrad";
+    case Kind::ReduceGrads: return "ReduceGrads";
+    case Kind::OptimizerStep: return "OptimizerStep";
   }
   return "?";
 }
 
-const char* category(ActionKind k) {
+const char* category(Kind k) {
   switch (k) {
-    case ActionKind::Forward: return "forward";
-    case ActionKind::Backward: return "backward";
-    case ActionKind::RecvActivation:
-    case ActionKind::RecvGrad: return "recv";
-    case ActionKind::SendActivation:
-    case ActionKind::SendGrad: return "send";
-    case ActionKind::ReduceGrads: return "reduce";
-    case ActionKind::OptimizerStep: return "optimizer";
+    case Kind::Forward: return "forward";
+    case Kind::Backward: return "backward";
+    case Kind::RecvActivation:
+    case Kind::RecvGrad: return "recv";
+    case Kind::SendActivation:
+    case Kind::SendGrad: return "send";
+    case Kind::ReduceGrads: return "reduce";
+    case Kind::OptimizerStep: return "optimizer";
   }
   return "?";
 }
@@ -158,18 +158,18 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
       args.set("step", a.step);
       if (a.microbatch >= 0) args.set("microbatch", a.microbatch);
       double begin = a.begin;
-      const bool compute = a.kind == ActionKind::Forward || a.kind == ActionKind::Backward;
+      const bool compute = a.kind == Kind::Forward || a.kind == Kind::Backward;
       if (compute && a.waited > 0) {
         // The wait comes first: Forward / Backward block on their receive, then compute.
         Json wargs = Json::object();
         wargs.set("step", a.step).set("microbatch", a.microbatch).set(
-            "for", a.kind == ActionKind::Forward ? "activation" : "gradient");
+            "for", a.kind == Kind::Forward ? "activation" : "gradient");
         begin = std::min(a.end, a.begin + a.waited);
         trace.add_slice(tr, "wait", "bubble", a.begin, begin, std::move(wargs));
       }
       trace.add_slice(tr, slice_name(a.kind), category(a.kind), begin, a.end, std::move(args));
-      if (a.kind == ActionKind::SendActivation || a.kind == ActionKind::SendGrad)
-        sends[{a.step, r % layout.dp, a.kind == ActionKind::SendGrad, r / layout.dp,
+      if (a.kind == Kind::SendActivation || a.kind == Kind::SendGrad)
+        sends[{a.step, r % layout.dp, a.kind == Kind::SendGrad, r / layout.dp,
                a.microbatch}] = a.begin;
     }
     for (const auto& [step, span] : step_span)
@@ -180,7 +180,7 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
   for (int r = 0; r < layout.world(); ++r) {
     const int stage = r / layout.dp, dpi = r % layout.dp;
     for (const TimedAction& a : actions[std::size_t(r)]) {
-      const bool fwd = a.kind == ActionKind::Forward, bwd = a.kind == ActionKind::Backward;
+      const bool fwd = a.kind == Kind::Forward, bwd = a.kind == Kind::Backward;
       if ((!fwd && !bwd) || (fwd && stage == 0) || (bwd && stage == layout.pp - 1)) continue;
       const int from_stage = fwd ? stage - 1 : stage + 1;
       const auto it = sends.find({a.step, dpi, bwd ? 1 : 0, from_stage, a.microbatch});

@@ -15,16 +15,11 @@
 #include <vector>
 
 #include "io/prefetcher.hpp"
+#include "pipeline/host_batch.hpp"
 #include "io/sample_reader.hpp"
 #include "io/token_dataset.hpp"
 
 namespace wiola {
-
-struct HostBatch {
-  int batch = 0, seq = 0;
-  std::vector<std::int32_t> inputs;   // [batch * seq]
-  std::vector<std::int32_t> targets;  // [batch * seq]
-};
 
 struct FeedOptions {
   int prefetch = 2;  // micro-batches read ahead (0: none, every read in the caller)

@@ -14,6 +14,7 @@
 #include "comm/communicator.hpp"
 #include "comm/process_grid.hpp"
 #include "model/stage_model.hpp"
+#include "train/train_observer.hpp"
 #include "train/zero_optimizer.hpp"
 
 namespace wiola {
@@ -24,6 +25,7 @@ struct CheckpointContext {
   const comm::ProcessGrid& grid;
   comm::Communicator& world;
   int zero = 0;
+  TrainObserver* observer = nullptr;  // told of each tensor written (test seams)
 };
 
 struct CheckpointInfo {

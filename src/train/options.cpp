@@ -22,21 +22,68 @@ namespace wiola {
 std::string default_train_file() { return WIOLA_EMBEDDED_TRAIN; }
 std::string default_val_file() { return WIOLA_EMBEDDED_VAL; }
 
-std::int64_t TrainOptions::resolved_train_tokens() const {
-  const std::int64_t per_step = std::int64_t(global_batch) * model.T;
-  if (steps > 0) return steps * per_step;
-  if (train_tokens.empty()) fail("set --train-tokens (a number or 'chinchilla') or --steps");
-  if (train_tokens == "chinchilla") return 20 * param_count(model);
+TokenBudget TokenBudget::parse(const std::string& text) {
+  TokenBudget b;
+  if (text.empty()) return b;
+  if (text == "chinchilla") {
+    b.kind = Kind::Chinchilla;
+    return b;
+  }
   std::size_t used = 0;
   long long n = 0;
   try {
-    n = std::stoll(train_tokens, &used);
+    n = std::stoll(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  require(used == train_tokens.size() && n > 0, "--train-tokens: '", train_tokens,
+  require(used == text.size() && n > 0, "--train-tokens: '", text,
           "' is neither a positive number nor 'chinchilla'");
-  return n;
+  b.kind = Kind::Tokens;
+  b.tokens = n;
+  return b;
+}
+
+std::string TokenBudget::text() const {
+  switch (kind) {
+    case Kind::Unset: return "";
+    case Kind::Tokens: return std::to_string(tokens);
+    case Kind::Chinchilla: return "chinchilla";
+  }
+  return "";
+}
+
+ResumeFrom ResumeFrom::parse(const std::string& text) {
+  ResumeFrom r;
+  if (text == "none") return r;
+  require(!text.empty(), "--resume: expected none, auto or a checkpoint directory");
+  if (text == "auto") {
+    r.kind = Kind::Auto;
+  } else {
+    r.kind = Kind::Directory;
+    r.directory = text;
+  }
+  return r;
+}
+
+std::string ResumeFrom::text() const {
+  switch (kind) {
+    case Kind::None: return "none";
+    case Kind::Auto: return "auto";
+    case Kind::Directory: return directory;
+  }
+  return "none";
+}
+
+std::int64_t TrainOptions::resolved_train_tokens() const {
+  const std::int64_t per_step = std::int64_t(global_batch) * model.T;
+  if (steps > 0) return steps * per_step;
+  switch (train_tokens.kind) {
+    case TokenBudget::Kind::Unset:
+      fail("set --train-tokens (a number or 'chinchilla') or --steps");
+    case TokenBudget::Kind::Chinchilla: return 20 * param_count(model);
+    case TokenBudget::Kind::Tokens: break;
+  }
+  return train_tokens.tokens;
 }
 
 std::int64_t TrainOptions::total_steps() const {
@@ -67,8 +114,6 @@ void TrainOptions::validate() const {
   require(eval_interval >= 0, "--eval-interval must be >= 0 (0 disables evaluation)");
   require(eval_batches > 0, "--eval-batches must be positive");
   require(zero >= 0 && zero <= 2, "--zero must be 0, 1 or 2, got ", zero);
-  require(schedule == "1f1b" || schedule == "gpipe", "--schedule must be 1f1b or gpipe, got '",
-          schedule, "'");
   require(comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
   require(dtype == DType::F32 || dtype == DType::F64, "--dtype must be fp32 or fp64 on the CPU");
   require(!train_files.empty(), "--train-data: no training files");
@@ -81,8 +126,9 @@ void TrainOptions::validate() const {
   require(save_minutes >= 0, "--save-minutes must be >= 0");
   require(keep >= 0, "--keep must be >= 0");
   require(exit_after_step >= 0, "--exit-after-step must be >= 0");
-  require(resume != "auto" || !save_dir.empty(), "--resume auto needs --save DIR to look in");
-  total_steps();  // validates --train-tokens
+  require(resume.kind != ResumeFrom::Kind::Auto || !save_dir.empty(),
+          "--resume auto needs --save DIR to look in");
+  total_steps();  // a budget is set
 }
 
 namespace {
@@ -122,7 +168,8 @@ std::string to_ini(const TrainOptions& o) {
   os << "val-fraction = " << o.val_fraction << "\nsplit-seed = " << o.split_seed
      << "\nprefetch = " << o.prefetch << "\n";
   os << "micro-batch = " << o.micro_batch << "\nglobal-batch = " << o.global_batch << "\n";
-  if (!o.train_tokens.empty()) os << "train-tokens = " << o.train_tokens << "\n";
+  if (o.train_tokens.kind != TokenBudget::Kind::Unset)
+    os << "train-tokens = " << o.train_tokens.text() << "\n";
   os << "steps = " << o.steps << "\nlr = " << o.lr << "\nmin-lr = " << o.min_lr
      << "\nwarmup-frac = " << o.warmup_frac << "\nweight-decay = " << o.adam.weight_decay
      << "\nbeta1 = " << o.adam.beta1 << "\nbeta2 = " << o.adam.beta2 << "\nadam-eps = " << o.adam.eps
@@ -131,7 +178,8 @@ std::string to_ini(const TrainOptions& o) {
   if (!o.save_dir.empty()) os << "save = " << o.save_dir << "\n";
   os << "save-interval = " << o.save_interval << "\nsave-minutes = " << o.save_minutes
      << "\nkeep = " << o.keep << "\npp = " << o.pp << "\ndp = " << o.dp
-     << "\nschedule = " << o.schedule << "\nzero = " << o.zero << "\n";
+     << "\nschedule = " << pipeline::schedule_kind_name(o.schedule) << "\nzero = " << o.zero
+     << "\n";
   if (!o.stage_layers.empty()) os << "stage-layers = " << o.stage_layers << "\n";
   os << "comm-timeout = " << o.comm_timeout << "\n";
   return os.str();
@@ -143,6 +191,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
                                        const std::string* ini_text) {
   TrainOptions o;
   std::string preset_name, dtype_name = "fp32", summary, atm, config_file;
+  std::string train_tokens, resume = "none", schedule = "1f1b";
   std::vector<std::string> train_files, val_files;
   std::string data_weights_text;
 
@@ -189,7 +238,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   training.add_options()
       ("micro-batch", po::value(&o.micro_batch)->default_value(4), "sequences per micro-batch")
       ("global-batch", po::value(&o.global_batch)->default_value(16), "sequences per optimizer step (all data-parallel ranks)")
-      ("train-tokens", po::value(&o.train_tokens), "token budget: a number, or 'chinchilla' (20 × exact parameter count)")
+      ("train-tokens", po::value(&train_tokens), "token budget: a number, or 'chinchilla' (20 × exact parameter count)")
       ("steps", po::value(&o.steps)->default_value(0), "optimizer steps (overrides --train-tokens)")
       ("lr", po::value(&o.lr)->default_value(3e-4), "peak learning rate")
       ("min-lr", po::value(&o.min_lr)->default_value(0.0), "learning rate at the end of the cosine decay")
@@ -214,7 +263,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("save-interval", po::value(&o.save_interval)->default_value(0), "steps between checkpoints (0: only at the end and on signals)")
       ("save-minutes", po::value(&o.save_minutes)->default_value(0.0), "minutes between checkpoints (0: off)")
       ("keep", po::value(&o.keep)->default_value(3), "newest checkpoints to keep (0: all)")
-      ("resume", po::value(&o.resume)->default_value("none"), "none | auto (newest complete, verified checkpoint in --save) | a checkpoint directory")
+      ("resume", po::value(&resume)->default_value("none"), "none | auto (newest complete, verified checkpoint in --save) | a checkpoint directory")
       ("init-weights", po::value(&o.init_weights), "start from the parameters of a weights file (fresh optimizer)")
       ("exit-after-step", po::value(&o.exit_after_step)->default_value(0), "checkpoint and stop after this step (0: off)");
 
@@ -222,7 +271,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   parallel.add_options()
       ("pp", po::value(&o.pp)->default_value(1), "pipeline stages")
       ("dp", po::value(&o.dp)->default_value(1), "data-parallel replicas (world size = pp × dp)")
-      ("schedule", po::value(&o.schedule)->default_value("1f1b"), "pipeline schedule: 1f1b | gpipe")
+      ("schedule", po::value(&schedule)->default_value("1f1b"), "pipeline schedule: 1f1b | gpipe")
       ("stage-layers", po::value(&o.stage_layers), "explicit layers per stage, e.g. 7,7,7,7 (default: cost model)")
       ("zero", po::value(&o.zero)->default_value(0), "ZeRO stage: 0 | 1 (optimizer state sharded) | 2 (and gradients)")
       ("comm-timeout", po::value(&o.comm_timeout)->default_value(300.0), "seconds a rank may wait on a peer before all ranks abort (0: forever)");
@@ -289,6 +338,13 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   if (!summary.empty()) o.model.summary = parse_summary_mode(summary);
   if (!atm.empty()) o.model.atm = parse_atm_mode(atm);
   o.dtype = parse_dtype(dtype_name);
+  o.train_tokens = TokenBudget::parse(train_tokens);
+  o.resume = ResumeFrom::parse(resume);
+  try {
+    o.schedule = pipeline::parse_schedule_kind(schedule);
+  } catch (const Error&) {
+    fail("--schedule must be 1f1b or gpipe, got '", schedule, "'");
+  }
   o.train_files = split_list(train_files);
   o.val_files = split_list(val_files);
   if (o.train_files.empty()) o.train_files = {default_train_file()};

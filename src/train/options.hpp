@@ -11,8 +11,27 @@
 #include "core/dtype.hpp"
 #include "model/config.hpp"
 #include "optim/adamw_optimizer.hpp"
+#include "pipeline/schedule.hpp"
 
 namespace wiola {
+
+// --train-tokens: a number of tokens, or 20 tokens per exact parameter.
+struct TokenBudget {
+  enum class Kind : std::uint8_t { Unset, Tokens, Chinchilla };
+  Kind kind = Kind::Unset;
+  std::int64_t tokens = 0;  // Kind::Tokens
+  static TokenBudget parse(const std::string& text);  // "<N>" | "chinchilla"; throws otherwise
+  std::string text() const;                           // as parse() reads it; "" when unset
+};
+
+// --resume: never, the newest verified checkpoint in --save, or a directory.
+struct ResumeFrom {
+  enum class Kind : std::uint8_t { None, Auto, Directory };
+  Kind kind = Kind::None;
+  std::string directory;  // Kind::Directory
+  static ResumeFrom parse(const std::string& text);  // "none" | "auto" | a directory
+  std::string text() const;
+};
 
 struct TrainOptions {
   // Model
@@ -32,8 +51,8 @@ struct TrainOptions {
   // Batch and budget
   int micro_batch = 4;     // sequences per micro-batch
   int global_batch = 16;   // sequences per optimizer step, over all data-parallel ranks
-  std::string train_tokens;  // "" | "<N>" | "chinchilla"
-  std::int64_t steps = 0;    // > 0 overrides train_tokens
+  TokenBudget train_tokens;
+  std::int64_t steps = 0;  // > 0 overrides train_tokens
 
   // Optimizer and schedule
   double lr = 3e-4, min_lr = 0.0, warmup_frac = 0.05, clip = 1.0;
@@ -52,13 +71,13 @@ struct TrainOptions {
   std::int64_t save_interval = 0;  // steps between checkpoints (0: only at the end and on signals)
   double save_minutes = 0;       // minutes between checkpoints (0: off)
   int keep = 3;                  // newest checkpoints kept (0: all)
-  std::string resume = "none";   // none | auto | <checkpoint directory>
+  ResumeFrom resume;
   std::string init_weights;      // weights file to start from
   std::int64_t exit_after_step = 0;  // checkpoint and stop after this step (0: off)
 
   // Parallelism
   int pp = 1, dp = 1;
-  std::string schedule = "1f1b";
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
   int zero = 0;
   std::string stage_layers;
   double comm_timeout = 300.0;

@@ -1,10 +1,13 @@
+// The training loop, in the order a reader meets it: setting up one rank of
+// the grid (Trainer::Trainer), one optimizer step (train_step), evaluation,
+// checkpoints and stopping, and the report at the end.
 #include "train/trainer.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <iomanip>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -17,10 +20,11 @@
 #include "model/flops.hpp"
 #include "model/param_report.hpp"
 #include "model/stage_model.hpp"
+#include "optim/clip.hpp"
 #include "optim/lr_schedule.hpp"
 #include "partition/partition.hpp"
 #include "pipeline/schedule.hpp"
-#include "pipeline/stage_executor.hpp"
+#include "train/backend_staging.hpp"
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
 #include "train/stop_signal.hpp"
@@ -32,6 +36,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+double clock_seconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
 std::string clock_text(double seconds) {
   const long s = static_cast<long>(seconds + 0.5);
   char buf[32];
@@ -42,385 +53,473 @@ std::string clock_text(double seconds) {
   return buf;
 }
 
-// Test hook: WIOLA_FAULT_INJECT="rank=R,step=S" makes world rank R exit
-// abruptly (status 7, no MPI shutdown) at the first backward of step S, so
-// tests can check that the other ranks do not hang.
-struct FaultInjection {
-  int rank = -1;
-  long step = -1;
-  static FaultInjection from_env() {
-    FaultInjection f;
-    if (const char* v = std::getenv("WIOLA_FAULT_INJECT"))
-      if (std::sscanf(v, "rank=%d,step=%ld", &f.rank, &f.step) != 2) f = FaultInjection{};
-    return f;
-  }
+// Consecutive steps with a non-finite gradient norm before the run gives up.
+constexpr int kMaxSkippedSteps = 5;
+
+// What one world all-reduce gives after a step or an evaluation.
+struct StepTotals {
+  double grad_norm = 0;  // sqrt of Σ g² over every rank's owned part
+  double loss_sum = 0;   // Σ token losses over all ranks
+  double loss_tokens = 0;
+  double mean_loss() const { return loss_sum / std::max(1.0, loss_tokens); }
 };
+
+// Everything one rank needs for a run; built once, then stepped.
+class Trainer {
+ public:
+  Trainer(const TrainOptions& options, comm::Communicator& world, const std::string& host,
+          std::ostream& log, TrainObserver* observer);
+  TrainSummary run();
+
+ private:
+  // ---- setup ----
+  void resolve_configuration();
+  void restore();
+  void print_plan() const;
+  // ---- one step ----
+  StepRecord train_step(std::int64_t step);
+  StepTotals reduce_totals(const StageExecutor::Result& run, bool with_grad_norm);
+  HostBatch train_microbatch(std::int64_t step, int mb) const;
+  // ---- around the steps ----
+  double evaluate();
+  void log_step(std::int64_t step, const StepRecord& r);
+  bool checkpoint_and_stop(std::int64_t step);
+  void report_times();
+  void export_weights();
+  void say(const std::string& s) const {
+    if (rank0_) log_ << s << std::flush;
+  }
+
+  TrainOptions opts_;
+  comm::Communicator& world_;
+  const std::string& host_;
+  std::ostream& log_;
+  TrainObserver* observer_;
+  const bool rank0_;
+
+  comm::ProcessGrid grid_;
+  std::vector<StageSpec> specs_;
+  std::optional<DatasetSpec> train_data_, val_data_;
+  comm::GridGroups groups_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<StageModel> model_;
+  std::unique_ptr<ZeroOptimizer> optimizer_;
+  std::unique_ptr<StageExecutor> executor_;
+  std::unique_ptr<BatchFeed> train_feed_, val_feed_;
+  std::vector<Action> schedule_;
+  LrSchedule lr_;
+  int microbatches_ = 0;
+  std::int64_t total_steps_ = 0;
+  std::int64_t start_step_ = 1, sample_base_ = 0;
+  Tensor totals_;  // F64 [1, 3]: Σ g², Σ loss, tokens (backend memory)
+  StageExecutor::Result last_run_;  // the latest step's, for observers
+
+  TrainSummary summary_;
+  StageTimes times_;  // over steps after the first
+  std::int64_t steady_steps_ = 0;
+  Clock::time_point t_start_, t_steady_, t_window_, t_saved_;
+  double window_loss_ = 0, window_tokens_ = 0;
+  int window_steps_ = 0, skipped_in_a_row_ = 0;
+};
+
+// Everything that can be refused is checked before any work, and all ranks
+// agree on the outcome before any collective, so bad input ends the job
+// cleanly on every rank instead of leaving some waiting.
+void Trainer::resolve_configuration() {
+  comm::agree(world_, [&] {
+    grid_ = comm::ProcessGrid::make(world_.size(), opts_.pp, opts_.dp, world_.rank());
+    set_cpu_threads(opts_.threads);
+    opts_.validate();  // before the data: its errors name flags, not files
+    const DataConfig data{opts_.train_files, opts_.data_weights, opts_.val_files,
+                          opts_.val_fraction, opts_.split_seed};
+    train_data_ = train_spec(data);
+    val_data_ = val_spec(data);
+    const TokenDataset probe(*train_data_, opts_.model.T);
+    if (!opts_.vocab_explicit) {
+      opts_.model.V = probe.vocab_size();
+    } else {
+      require(opts_.model.V >= probe.vocab_size(), "--vocab ", opts_.model.V,
+              " is smaller than the vocabulary of ", opts_.train_files.front(), " (",
+              probe.vocab_size(), ")");
+    }
+    if (val_data_) require_same_tokenizer(probe, TokenDataset(*val_data_, opts_.model.T));
+    opts_.validate();
+    specs_ = opts_.stage_layers.empty()
+                 ? partition_layers(opts_.model, opts_.pp)
+                 : parse_stage_layers(opts_.stage_layers, opts_.model, opts_.pp);
+  }, "another rank refused the configuration (see its message)");
+}
+
+Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const std::string& host,
+                 std::ostream& log, TrainObserver* observer)
+    : opts_(options), world_(world), host_(host), log_(log), observer_(observer),
+      rank0_(world.rank() == 0) {
+  resolve_configuration();
+  const ModelConfig& cfg = opts_.model;
+  microbatches_ = opts_.micro_batches_per_rank();
+  total_steps_ = opts_.total_steps();
+
+  backend_ = make_cpu_backend();
+  if (backend_->device() != Device::CPU)
+    world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
+  groups_ = comm::make_groups(world_, grid_);
+  model_ = std::make_unique<StageModel>(*backend_, cfg, specs_[grid_.stage()], opts_.dtype);
+  model_->params().init(opts_.seed);
+  optimizer_ = std::make_unique<ZeroOptimizer>(
+      *model_, ZeroGroups{groups_.data.get(), groups_.embedding.get()}, opts_.zero, opts_.adam,
+      !(grid_.last_stage() && grid_.pp > 1));
+  executor_ = std::make_unique<StageExecutor>(*model_, groups_.pipeline.get(), grid_.stage(),
+                                              grid_.pp);
+  schedule_ = pipeline::make_schedule(opts_.schedule, grid_.pp, grid_.stage(), microbatches_);
+  totals_ = backend_->alloc(DType::F64, 1, 3);
+
+  // Only the first and last stage read data; each replica its share.
+  if (grid_.first_stage() || grid_.last_stage()) {
+    FeedOptions fo;
+    fo.prefetch = opts_.prefetch;
+    train_feed_ = std::make_unique<BatchFeed>(*train_data_, cfg.T, opts_.seed, fo);
+    const std::int64_t share = opts_.global_batch / opts_.dp;
+    train_feed_->set_access_pattern(opts_.global_batch, grid_.dp_index() * share, share);
+    if (val_data_) {
+      val_feed_ = std::make_unique<BatchFeed>(*val_data_, cfg.T, /*seed=*/0, fo);
+      val_feed_->set_access_pattern(std::int64_t(opts_.dp) * opts_.micro_batch,
+                                    std::int64_t(grid_.dp_index()) * opts_.micro_batch,
+                                    opts_.micro_batch);
+    }
+  }
+  restore();
+  print_plan();
+  lr_ = LrSchedule{
+      opts_.lr, opts_.min_lr,
+      static_cast<std::int64_t>(std::llround(opts_.warmup_frac * double(total_steps_))),
+      total_steps_};
+}
 
 // --init-weights: parameters from a weights file (wiola-dump's format, e.g.
 // imported from safetensors by wiola-reshard); the optimizer starts fresh.
-void load_initial_weights(StageModel& model, const std::string& path, comm::Communicator& world) {
-  comm::agree(world, [&] {
-    const WeightsFile w = read_weights_file(path);
-    const ModelConfig& a = w.config;
-    const ModelConfig& b = model.config();
-    require(a.d == b.d && a.L == b.L && a.H == b.H && a.Hkv == b.Hkv && a.dA == b.dA &&
-                a.dB == b.dB && a.V == b.V,
-            "--init-weights ", path, ": the file holds ", a.describe(), ", this run is ",
-            b.describe());
-    for (const NamedArray& arr : w.arrays)
-      if (model.params().has(arr.name)) model.params().set(arr.name, arr.data);
-  });
+// --resume: parameters, optimizer state and the data position of a checkpoint.
+void Trainer::restore() {
+  if (!opts_.init_weights.empty()) {
+    comm::agree(world_, [&] {
+      const WeightsFile w = read_weights_file(opts_.init_weights);
+      const ModelConfig& a = w.config;
+      const ModelConfig& b = model_->config();
+      require(a.d == b.d && a.L == b.L && a.H == b.H && a.Hkv == b.Hkv && a.dA == b.dA &&
+                  a.dB == b.dB && a.V == b.V,
+              "--init-weights ", opts_.init_weights, ": the file holds ", a.describe(),
+              ", this run is ", b.describe());
+      for (const NamedArray& arr : w.arrays)
+        if (model_->params().has(arr.name)) model_->params().set(arr.name, arr.data);
+    });
+  }
+  std::optional<std::string> dir;
+  switch (opts_.resume.kind) {
+    case ResumeFrom::Kind::None: break;
+    case ResumeFrom::Kind::Auto:
+      dir = find_resume_checkpoint(world_, opts_.save_dir, log_);
+      if (!dir) say("resume: no checkpoint in '" + opts_.save_dir + "', starting fresh\n");
+      break;
+    case ResumeFrom::Kind::Directory: dir = opts_.resume.directory; break;
+  }
+  if (!dir) return;
+  const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.zero, observer_};
+  const CheckpointInfo info = load_checkpoint(ckpt, *dir);
+  start_step_ = info.step + 1;
+  sample_base_ = info.consumed_samples;
+  summary_.last_checkpoint = *dir;
+  say("resume: " + *dir + " at step " + std::to_string(info.step) + " (" +
+      std::to_string(info.consumed_samples) + " samples consumed, written by " +
+      info.code_version + ")\n");
 }
 
-// Forward-only list for evaluation: receive, forward, send, per micro-batch.
-std::vector<Action> forward_only(int stages, int stage, int microbatches) {
-  std::vector<Action> a;
-  for (int mb = 0; mb < microbatches; ++mb) {
-    if (stage > 0) a.push_back({ActionKind::RecvActivation, mb, 0});
-    a.push_back({ActionKind::Forward, mb, 0});
-    if (stage < stages - 1) a.push_back({ActionKind::SendActivation, mb, 0});
+void Trainer::print_plan() const {
+  if (!rank0_) return;
+  const ModelConfig& cfg = opts_.model;
+  std::ostringstream os;
+  os << "wiola-train: " << cfg.describe() << "\n"
+     << "  parameters " << param_count(cfg) << " (exact), training FLOPs/token "
+     << std::setprecision(4) << training_flops_per_token(cfg) << "\n"
+     << "  grid pp " << grid_.pp << " x dp " << grid_.dp << " on " << world_.size()
+     << " ranks (rank 0 on " << host_ << "), schedule "
+     << pipeline::schedule_kind_name(opts_.schedule) << ", zero " << opts_.zero << ", "
+     << microbatches_ << " micro-batches of " << opts_.micro_batch
+     << " per replica per step\n"
+     << "  global batch " << opts_.global_batch << " sequences = "
+     << std::int64_t(opts_.global_batch) * cfg.T << " tokens; " << total_steps_
+     << " steps = " << total_steps_ * opts_.global_batch * cfg.T << " tokens\n";
+  for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
+  if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_)) os << "WARNING: " << *w << "\n";
+  os << describe_partition(cfg, specs_);
+  log_ << os.str() << std::flush;
+}
+
+// Micro-batch `mb` of this replica in `step`: the replica's share of the
+// step's global batch, in order.
+HostBatch Trainer::train_microbatch(std::int64_t step, int mb) const {
+  const std::int64_t share = opts_.global_batch / opts_.dp;
+  const std::int64_t step_first = sample_base_ + (step - start_step_) * opts_.global_batch;
+  return train_feed_->samples(
+      step_first + grid_.dp_index() * share + std::int64_t(mb) * opts_.micro_batch,
+      opts_.micro_batch);
+}
+
+// One world all-reduce of this rank's [Σ g², Σ loss, tokens], read back once.
+StepTotals Trainer::reduce_totals(const StageExecutor::Result& run, bool with_grad_norm) {
+  Backend& be = *backend_;
+  be.fill(totals_, 0.0);
+  if (with_grad_norm) optimizer_->add_owned_sum_squares(totals_.cols_slice(0, 1));
+  double tokens = 0;
+  if (run.loss_sums.defined()) {
+    be.sum(run.loss_sums, totals_.cols_slice(1, 2));
+    for (std::int64_t n : run.loss_tokens) tokens += double(n);
   }
-  return a;
+  be.fill(totals_.cols_slice(2, 3), tokens);
+  world_.allreduce(totals_, comm::ReduceOp::Sum);
+  double host[3];
+  be.to_host(totals_, host);
+  return {std::sqrt(host[0]), host[1], host[2]};
+}
+
+// One optimizer step: the schedule's forwards and backwards, then the
+// gradient reduction, the global norm and loss, clipping and the update.
+StepRecord Trainer::train_step(std::int64_t step) {
+  model_->params().zero_grads();
+
+  StageExecutor::Hooks hooks;
+  hooks.batch = [&](int mb) { return train_microbatch(step, mb); };
+  hooks.final_layer_grads = [&](int layer) { optimizer_->on_layer_grads_final(layer); };
+  hooks.record_events = observer_ && observer_->wants_events();
+  if (observer_) hooks.before_action = [&](const Action& a) { observer_->before_action(step, a); };
+  const StageExecutor::RunSpec spec{static_cast<int>(step), microbatches_, opts_.micro_batch,
+                                    opts_.model.T, /*training=*/true,
+                                    1.0 / (double(opts_.global_batch) * opts_.model.T)};
+  last_run_ = executor_->run(schedule_, spec, hooks);
+  const StageExecutor::Result& run = last_run_;
+
+  StepRecord r;
+  r.step = step;
+  r.run = &run;
+  const auto t_reduce = Clock::now();
+  optimizer_->reduce_grads();  // tied-embedding sum, data-parallel reduction
+  const auto t_optimizer = Clock::now();
+  const StepTotals totals = reduce_totals(run, /*with_grad_norm=*/true);
+  r.loss = totals.mean_loss();
+  r.grad_norm = totals.grad_norm;
+  r.skipped = !std::isfinite(totals.grad_norm);  // every rank sees the same sum
+  if (r.skipped)
+    optimizer_->skip_step();
+  else
+    optimizer_->step(lr_.at(step), clip_factor(totals.grad_norm, opts_.clip));
+  const auto t_end = Clock::now();
+
+  r.reduce = {StepPhase::ReduceGrads, clock_seconds(t_reduce), clock_seconds(t_optimizer)};
+  r.optimizer = {StepPhase::Optimizer, clock_seconds(t_optimizer), clock_seconds(t_end)};
+  r.times = run.times;
+  r.times.optimizer = seconds_between(t_reduce, t_end);
+  r.times.total = run.times.total + r.times.optimizer;
+  return r;
+}
+
+double Trainer::evaluate() {
+  const int per_replica = (opts_.eval_batches + opts_.dp - 1) / opts_.dp;
+  StageExecutor::Hooks hooks;
+  hooks.batch = [&](int mb) {
+    const std::int64_t first = (std::int64_t(mb) * opts_.dp + grid_.dp_index()) * opts_.micro_batch;
+    return val_feed_->samples(first, opts_.micro_batch);
+  };
+  const StageExecutor::RunSpec spec{0, per_replica, opts_.micro_batch, opts_.model.T,
+                                    /*training=*/false, 0.0};
+  const StageExecutor::Result run = executor_->run(
+      pipeline::make_forward_schedule(grid_.pp, grid_.stage(), per_replica), spec, hooks);
+  return reduce_totals(run, /*with_grad_norm=*/false).mean_loss();
+}
+
+void Trainer::log_step(std::int64_t step, const StepRecord& r) {
+  if (r.skipped) {
+    ++skipped_in_a_row_;
+    say("step " + std::to_string(step) + ": gradient norm is not finite; update skipped\n");
+    require(skipped_in_a_row_ < kMaxSkippedSteps, kMaxSkippedSteps,
+            " steps in a row had NaN/Inf gradients; stopping");
+  } else {
+    skipped_in_a_row_ = 0;
+  }
+  summary_.losses.push_back(r.loss);
+  if (step == start_step_) summary_.first_loss = r.loss;
+  summary_.last_loss = r.loss;
+  summary_.steps = step;
+  window_loss_ += r.loss;
+  window_tokens_ += double(opts_.global_batch) * opts_.model.T;
+  ++window_steps_;
+  if (step % opts_.log_interval != 0 && step != total_steps_ && step != start_step_) return;
+  const auto now = Clock::now();
+  const double dt = seconds_between(t_window_, now), elapsed = seconds_between(t_start_, now);
+  const double tps = window_tokens_ / std::max(dt, 1e-9);
+  const double eta = elapsed / double(step - start_step_ + 1) * double(total_steps_ - step);
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "step %6lld/%lld | loss %.4f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
+                "GFLOP/s %6.2f | elapsed %s | eta %s\n",
+                static_cast<long long>(step), static_cast<long long>(total_steps_),
+                window_loss_ / window_steps_, lr_.at(step), r.grad_norm, tps,
+                tps * training_flops_per_token(opts_.model) / 1e9, clock_text(elapsed).c_str(),
+                clock_text(eta).c_str());
+  say(buf);
+  t_window_ = Clock::now();
+  window_loss_ = window_tokens_ = 0;
+  window_steps_ = 0;
+}
+
+// Checkpoint and stop decisions, agreed by all ranks in one all-reduce: a
+// stop signal on any rank, or the time-based interval on any clock. Returns
+// true when the run stops after this step.
+bool Trainer::checkpoint_and_stop(std::int64_t step) {
+  const bool time_due = opts_.save_minutes > 0 &&
+                        seconds_between(t_saved_, Clock::now()) >= 60.0 * opts_.save_minutes;
+  int flags[2] = {stop_signal(), time_due ? 1 : 0};
+  world_.allreduce(flags, 2, DType::I32, comm::ReduceOp::Max);
+  const bool stop = flags[0] != 0;
+  const bool exit_now = opts_.exit_after_step > 0 && step == opts_.exit_after_step;
+  const bool save_now = !opts_.save_dir.empty() &&
+                        (stop || exit_now || flags[1] || step == total_steps_ ||
+                         (opts_.save_interval > 0 && step % opts_.save_interval == 0));
+  if (save_now) {
+    CheckpointInfo saved;
+    saved.step = step;
+    saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.global_batch;
+    saved.config = to_ini(opts_);
+    const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.zero, observer_};
+    summary_.last_checkpoint = save_checkpoint(ckpt, opts_.save_dir, saved, opts_.keep);
+    t_saved_ = Clock::now();
+    say("checkpoint: " + summary_.last_checkpoint + "\n");
+  }
+  if (stop) {
+    summary_.stop_signal = flags[0];
+    say("stopping after step " + std::to_string(step) + " on signal " + std::to_string(flags[0]) +
+        (save_now ? "" : " (no --save directory: nothing was saved)") + "\n");
+    return true;
+  }
+  if (exit_now) {
+    say("stopping after step " + std::to_string(step) + " (--exit-after-step)\n");
+    return true;
+  }
+  return false;
+}
+
+TrainSummary Trainer::run() {
+  summary_.first_step = start_step_;
+  summary_.stages = specs_;
+  const bool can_eval = val_data_.has_value();
+  t_start_ = t_steady_ = t_window_ = t_saved_ = Clock::now();
+  for (std::int64_t step = start_step_; step <= total_steps_; ++step) {
+    const StepRecord r = train_step(step);
+    if (step == start_step_) {
+      t_steady_ = Clock::now();
+    } else {
+      times_ += r.times;
+      ++steady_steps_;
+    }
+    if (observer_) observer_->on_step(r);
+    log_step(step, r);
+    const bool eval_now = can_eval && ((opts_.eval_interval > 0 && step % opts_.eval_interval == 0) ||
+                                       step == total_steps_);
+    if (eval_now) {
+      summary_.last_val_loss = evaluate();
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f\n",
+                    static_cast<long long>(step), summary_.last_val_loss);
+      say(buf);
+    }
+    if (checkpoint_and_stop(step)) break;
+  }
+  summary_.completed = summary_.steps == total_steps_;
+  if (steady_steps_ > 0)
+    summary_.tokens_per_second = double(steady_steps_) * opts_.global_batch * opts_.model.T /
+                                 seconds_between(t_steady_, Clock::now());
+  report_times();
+  if (!opts_.export_weights.empty() && summary_.completed) export_weights();
+  return summary_;
+}
+
+// Per-stage time split, averaged over each stage's replicas.
+void Trainer::report_times() {
+  std::vector<double> mine{times_.compute, times_.wait, times_.comm, times_.optimizer,
+                           times_.total};
+  std::vector<double> all(mine.size() * world_.size(), 0.0);
+  std::vector<std::size_t> counts(world_.size(), mine.size());
+  world_.allgather(mine.data(), all.data(), counts, DType::F64);
+  for (int s = 0; s < grid_.pp; ++s) {
+    StageTimes st;
+    for (int r = 0; r < grid_.dp; ++r) {
+      const double* v = &all[std::size_t(grid_.rank_of(s, r)) * 5];
+      st += StageTimes{v[0] / grid_.dp, v[1] / grid_.dp, v[2] / grid_.dp, v[3] / grid_.dp,
+                       v[4] / grid_.dp};
+    }
+    summary_.stage_times.push_back(st);
+  }
+  if (!rank0_) return;
+  std::ostringstream os;
+  os << "per-stage time over steps 2.." << summary_.steps
+     << " (seconds; bubble = waiting on peers / total):\n";
+  for (int s = 0; s < grid_.pp; ++s) {
+    const StageTimes& st = summary_.stage_times[s];
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "  stage %d layers [%d,%d): compute %.2f  wait %.2f  comm %.2f  optimizer "
+                  "%.2f  total %.2f  bubble %.1f%%\n",
+                  s, specs_[s].first_layer, specs_[s].end_layer, st.compute, st.wait, st.comm,
+                  st.optimizer, st.total, 100.0 * st.wait / std::max(st.total, 1e-9));
+    os << buf;
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "  theory for %s with P=%d, m=%d: bubble %.1f%%; throughput %.0f tokens/s\n",
+                std::string(pipeline::schedule_kind_name(opts_.schedule)).c_str(), grid_.pp,
+                microbatches_,
+                100.0 * pipeline::theoretical_bubble(opts_.schedule, grid_.pp, microbatches_),
+                summary_.tokens_per_second);
+  os << buf;
+  log_ << os.str() << std::flush;
 }
 
 // The full parameters, collected on world rank 0 from each stage's first
-// data-parallel replica (for --export-weights).
-std::vector<NamedArray> gather_weights(StageModel& model, const comm::ProcessGrid& grid,
-                                       const std::vector<StageSpec>& specs,
-                                       comm::Communicator& world) {
+// data-parallel replica, written as a weights file (--export-weights).
+void Trainer::export_weights() {
   std::vector<NamedArray> out;
   const int tag = 7;
-  if (grid.world_rank != 0) {
-    if (grid.dp_index() == 0) {
+  StageModel& model = *model_;
+  if (grid_.world_rank != 0) {
+    if (grid_.dp_index() == 0) {
       const std::vector<double> flat = to_host_f64(model.backend(), model.params().params());
-      world.send(flat.data(), flat.size() * sizeof(double), 0, tag);
+      world_.send(flat.data(), flat.size() * sizeof(double), 0, tag);
     }
-    return out;
+  } else {
+    for (int s = 0; s < grid_.pp; ++s) {
+      const ParamLayout layout(model.config(), specs_[s]);
+      std::vector<double> flat;
+      if (s == 0) {
+        flat = to_host_f64(model.backend(), model.params().params());
+      } else {
+        flat.resize(static_cast<std::size_t>(layout.total()));
+        world_.recv(flat.data(), flat.size() * sizeof(double), grid_.rank_of(s, 0), tag);
+      }
+      for (const ParamSpec& p : layout.entries()) {
+        if (s > 0 && p.name == "embed.weight") continue;  // the tied copy
+        out.push_back({p.name, p.rows, p.cols,
+                       std::vector<double>(flat.begin() + p.offset,
+                                           flat.begin() + p.offset + p.numel())});
+      }
+    }
+    write_weights_file(opts_.export_weights, opts_.model, out, opts_.dtype);
+    log_ << "exported weights to " << opts_.export_weights << "\n";
   }
-  for (int s = 0; s < grid.pp; ++s) {
-    const ParamLayout layout(model.config(), specs[s]);
-    std::vector<double> flat;
-    if (s == 0) {
-      flat = to_host_f64(model.backend(), model.params().params());
-    } else {
-      flat.resize(static_cast<std::size_t>(layout.total()));
-      world.recv(flat.data(), flat.size() * sizeof(double), grid.rank_of(s, 0), tag);
-    }
-    for (const ParamSpec& p : layout.entries()) {
-      if (s > 0 && p.name == "embed.weight") continue;  // the tied copy
-      NamedArray a{p.name, p.rows, p.cols,
-                   std::vector<double>(flat.begin() + p.offset,
-                                       flat.begin() + p.offset + p.numel())};
-      out.push_back(std::move(a));
-    }
-  }
-  return out;
+  world_.barrier();
 }
 
 }  // namespace
 
-TrainSummary train(const TrainOptions& options, comm::Communicator& world,
-                   const std::string& host, std::ostream& log, TrainObserver* observer) {
-  TrainOptions opts = options;
-  const bool rank0 = world.rank() == 0;
-  auto say = [&](const std::string& s) {
-    if (rank0) log << s << std::flush;
-  };
-
-  // Everything that can be refused is checked before any work, and all ranks
-  // agree on the outcome before any collective, so bad input ends the job
-  // cleanly on every rank instead of leaving some waiting.
-  comm::ProcessGrid grid;
-  std::vector<StageSpec> specs;
-  std::optional<DatasetSpec> train_spec_opt, val_spec_opt;
-  comm::agree(world, [&] {
-    grid = comm::ProcessGrid::make(world.size(), opts.pp, opts.dp, world.rank());
-    set_cpu_threads(opts.threads);
-    opts.validate();  // before the data: its errors name flags, not files
-    const DataConfig data{opts.train_files, opts.data_weights, opts.val_files, opts.val_fraction,
-                          opts.split_seed};
-    train_spec_opt = train_spec(data);
-    val_spec_opt = val_spec(data);
-    const TokenDataset probe(*train_spec_opt, opts.model.T);
-    if (!opts.vocab_explicit) {
-      opts.model.V = probe.vocab_size();
-    } else {
-      require(opts.model.V >= probe.vocab_size(), "--vocab ", opts.model.V,
-              " is smaller than the vocabulary of ", opts.train_files.front(), " (",
-              probe.vocab_size(), ")");
-    }
-    if (val_spec_opt) {
-      const TokenDataset val(*val_spec_opt, opts.model.T);
-      require_same_tokenizer(probe, val);
-    }
-    opts.validate();
-    specs = opts.stage_layers.empty() ? partition_layers(opts.model, opts.pp)
-                                      : parse_stage_layers(opts.stage_layers, opts.model, opts.pp);
-  }, "another rank refused the configuration (see its message)");
-
-  const pipeline::ScheduleKind kind = pipeline::parse_schedule_kind(opts.schedule);
-  const int m = opts.micro_batches_per_rank();
-  const std::int64_t total_steps = opts.total_steps();
-  const ModelConfig& cfg = opts.model;
-
-  comm::GridGroups groups = comm::make_groups(world, grid);
-  auto backend = make_cpu_backend();
-  StageModel model(*backend, cfg, specs[grid.stage()], opts.dtype);
-  model.params().init(opts.seed);
-  ZeroOptimizer opt(model, {&world, groups.data.get(), groups.embedding.get()}, opts.zero,
-                    opts.adam, !(grid.last_stage() && grid.pp > 1));
-  StageExecutor exec(model, groups.pipeline.get(), grid.stage(), grid.pp);
-
-  const bool has_data = grid.first_stage() || grid.last_stage();
-  std::unique_ptr<BatchFeed> train_feed, val_feed;
-  const std::int64_t share = opts.global_batch / opts.dp;
-  if (has_data) {
-    FeedOptions fo;
-    fo.prefetch = opts.prefetch;
-    train_feed = std::make_unique<BatchFeed>(*train_spec_opt, cfg.T, opts.seed, fo);
-    // This rank reads `share` samples of every global batch, from its offset.
-    train_feed->set_access_pattern(opts.global_batch, grid.dp_index() * share, share);
-    if (val_spec_opt) {
-      val_feed = std::make_unique<BatchFeed>(*val_spec_opt, cfg.T, /*seed=*/0, fo);
-      val_feed->set_access_pattern(std::int64_t(opts.dp) * opts.micro_batch,
-                                   std::int64_t(grid.dp_index()) * opts.micro_batch,
-                                   opts.micro_batch);
-    }
-  }
-  const bool can_eval = val_spec_opt.has_value();
-
-  // Where the run starts: fresh, from imported weights, or from a checkpoint.
-  const CheckpointContext ckpt{model, opt, grid, world, opts.zero};
-  TrainSummary summary;
-  std::int64_t start_step = 1, sample_base = 0;
-  if (!opts.init_weights.empty()) load_initial_weights(model, opts.init_weights, world);
-  std::optional<std::string> resume_dir;
-  if (opts.resume == "auto") {
-    resume_dir = find_resume_checkpoint(world, opts.save_dir, log);
-    if (!resume_dir && rank0) log << "resume: no checkpoint in '" << opts.save_dir << "', starting fresh\n";
-  } else if (opts.resume != "none") {
-    resume_dir = opts.resume;
-  }
-  if (resume_dir) {
-    const CheckpointInfo info = load_checkpoint(ckpt, *resume_dir);
-    start_step = info.step + 1;
-    sample_base = info.consumed_samples;
-    summary.last_checkpoint = *resume_dir;
-    if (rank0)
-      log << "resume: " << *resume_dir << " at step " << info.step << " (" << info.consumed_samples
-          << " samples consumed, written by " << info.code_version << ")\n";
-  }
-  summary.first_step = start_step;
-
-  if (rank0) {
-    std::ostringstream os;
-    os << "wiola-train: " << cfg.describe() << "\n"
-       << "  parameters " << param_count(cfg) << " (exact), training FLOPs/token "
-       << std::setprecision(4) << training_flops_per_token(cfg) << "\n"
-       << "  grid pp " << grid.pp << " x dp " << grid.dp << " on " << world.size()
-       << " ranks (rank 0 on " << host << "), schedule " << opts.schedule << ", zero "
-       << opts.zero << ", " << m << " micro-batches of " << opts.micro_batch
-       << " per replica per step\n"
-       << "  global batch " << opts.global_batch << " sequences = "
-       << std::int64_t(opts.global_batch) * cfg.T << " tokens; " << total_steps
-       << " steps = " << total_steps * opts.global_batch * cfg.T << " tokens\n";
-    for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
-    if (auto w = pipeline::bubble_warning(grid.pp, m)) os << "WARNING: " << *w << "\n";
-    os << describe_partition(cfg, specs);
-    log << os.str() << std::flush;
-  }
-
-  LrSchedule lr{opts.lr, opts.min_lr,
-                static_cast<std::int64_t>(std::llround(opts.warmup_frac * double(total_steps))),
-                total_steps};
-  const double loss_scale = 1.0 / (double(opts.global_batch) * cfg.T);
-
-  auto evaluate = [&]() {
-    const int per_replica = (opts.eval_batches + opts.dp - 1) / opts.dp;
-    StageExecutor::Hooks hooks;
-    hooks.batch = [&](int mb) {
-      const std::int64_t first =
-          (std::int64_t(mb) * opts.dp + grid.dp_index()) * opts.micro_batch;
-      return val_feed->samples(first, opts.micro_batch);
-    };
-    const auto res = exec.run(forward_only(grid.pp, grid.stage(), per_replica), 0,
-                              opts.micro_batch, cfg.T, false, 0.0, hooks);
-    double sums[2] = {res.loss_sum, double(res.loss_tokens)};
-    world.allreduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
-    return sums[0] / std::max(1.0, sums[1]);
-  };
-
-  summary.stages = specs;
-  StageTimes times;
-  const FaultInjection fault = FaultInjection::from_env();
-  const auto t_start = Clock::now();
-  auto t_steady = t_start;
-  auto t_window = t_start;
-  double window_loss = 0, window_tokens = 0;
-  int window_steps = 0;
-  int skipped = 0;
-  auto t_saved = Clock::now();
-  std::int64_t steady_steps = 0;
-  for (std::int64_t step = start_step; step <= total_steps; ++step) {
-    const std::int64_t step_first_sample = sample_base + (step - start_step) * opts.global_batch;
-    model.params().zero_grads();
-    const std::vector<Action> actions = pipeline::make_schedule(kind, grid.pp, grid.stage(), m);
-    StageExecutor::Hooks hooks;
-    hooks.batch = [&](int mb) {
-      const std::int64_t first =
-          step_first_sample + grid.dp_index() * share + std::int64_t(mb) * opts.micro_batch;
-      return train_feed->samples(first, opts.micro_batch);
-    };
-    hooks.final_layer_grads = [&](int layer) { opt.on_layer_grads_final(layer); };
-    hooks.record_events = observer && observer->wants_events();
-    if (fault.rank == world.rank() && fault.step == step)
-      hooks.before_action = [](const Action& a) {
-        if (a.kind == ActionKind::Backward) std::_Exit(7);
-      };
-    hooks.reduce_grads = [&]() { opt.reduce_grads(); };
-    ZeroOptimizer::StepInfo info;
-    hooks.optimizer_step = [&](const StageExecutor::Result& r) {
-      info = opt.step(lr.at(step), opts.clip, r.loss_sum, double(r.loss_tokens));
-    };
-    const StageExecutor::Result res = exec.run(actions, static_cast<int>(step), opts.micro_batch,
-                                               cfg.T, true, loss_scale, hooks);
-    if (step == start_step) {
-      t_steady = Clock::now();
-    } else {
-      times += res.times;
-      ++steady_steps;
-    }
-    if (observer) observer->on_step(step, res);
-    const double loss = info.loss_sum / std::max(1.0, info.loss_tokens);
-    if (info.skipped) {
-      ++skipped;
-      say("step " + std::to_string(step) + ": gradient norm is not finite; update skipped\n");
-      require(skipped < 5, "5 steps in a row had NaN/Inf gradients; stopping");
-    } else {
-      skipped = 0;
-    }
-    summary.losses.push_back(loss);
-    if (step == start_step) summary.first_loss = loss;
-    summary.last_loss = loss;
-    summary.steps = step;
-    window_loss += loss;
-    window_tokens += double(opts.global_batch) * cfg.T;
-    ++window_steps;
-
-    const bool eval_now =
-        can_eval && ((opts.eval_interval > 0 && step % opts.eval_interval == 0) || step == total_steps);
-    if (step % opts.log_interval == 0 || step == total_steps || step == start_step) {
-      const double dt = std::chrono::duration<double>(Clock::now() - t_window).count();
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t_start).count();
-      const double tps = window_tokens / std::max(dt, 1e-9);
-      const double eta = elapsed / double(step - start_step + 1) * double(total_steps - step);
-      char buf[320];
-      std::snprintf(buf, sizeof buf,
-                    "step %6lld/%lld | loss %.4f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
-                    "GFLOP/s %6.2f | elapsed %s | eta %s\n",
-                    static_cast<long long>(step), static_cast<long long>(total_steps),
-                    window_loss / window_steps, lr.at(step), info.grad_norm, tps,
-                    tps * training_flops_per_token(cfg) / 1e9, clock_text(elapsed).c_str(),
-                    clock_text(eta).c_str());
-      say(buf);
-      t_window = Clock::now();
-      window_loss = window_tokens = 0;
-      window_steps = 0;
-    }
-    if (eval_now) {
-      summary.last_val_loss = evaluate();
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f\n",
-                    static_cast<long long>(step), summary.last_val_loss);
-      say(buf);
-    }
-
-    // Checkpoint and stop decisions, agreed by all ranks in one all-reduce:
-    // a stop signal on any rank, or the time-based interval on any clock.
-    const bool time_due =
-        opts.save_minutes > 0 &&
-        std::chrono::duration<double>(Clock::now() - t_saved).count() >= 60.0 * opts.save_minutes;
-    int flags[2] = {stop_signal(), time_due ? 1 : 0};
-    world.allreduce(flags, 2, DType::I32, comm::ReduceOp::Max);
-    const bool stop = flags[0] != 0;
-    const bool exit_now = opts.exit_after_step > 0 && step == opts.exit_after_step;
-    const bool save_now = !opts.save_dir.empty() &&
-                          (stop || exit_now || flags[1] || step == total_steps ||
-                           (opts.save_interval > 0 && step % opts.save_interval == 0));
-    if (save_now) {
-      CheckpointInfo saved;
-      saved.step = step;
-      saved.consumed_samples = step_first_sample + opts.global_batch;
-      saved.config = to_ini(opts);
-      summary.last_checkpoint = save_checkpoint(ckpt, opts.save_dir, saved, opts.keep);
-      t_saved = Clock::now();
-      say("checkpoint: " + summary.last_checkpoint + "\n");
-    }
-    if (stop) {
-      summary.stop_signal = flags[0];
-      say("stopping after step " + std::to_string(step) + " on signal " + std::to_string(flags[0]) +
-          (save_now ? "" : " (no --save directory: nothing was saved)") + "\n");
-      break;
-    }
-    if (exit_now) {
-      say("stopping after step " + std::to_string(step) + " (--exit-after-step)\n");
-      break;
-    }
-  }
-  summary.completed = summary.steps == total_steps;
-
-  if (steady_steps > 0)
-    summary.tokens_per_second =
-        double(steady_steps) * opts.global_batch * cfg.T /
-        std::chrono::duration<double>(Clock::now() - t_steady).count();
-
-  // Per-stage time split, averaged over each stage's replicas.
-  std::vector<double> mine{times.compute, times.wait, times.comm, times.optimizer, times.total};
-  std::vector<double> all(mine.size() * world.size(), 0.0);
-  std::vector<std::size_t> counts(world.size(), mine.size());
-  world.allgather(mine.data(), all.data(), counts, DType::F64);
-  for (int s = 0; s < grid.pp; ++s) {
-    StageTimes st;
-    for (int r = 0; r < grid.dp; ++r) {
-      const double* v = &all[std::size_t(grid.rank_of(s, r)) * 5];
-      st += StageTimes{v[0] / grid.dp, v[1] / grid.dp, v[2] / grid.dp, v[3] / grid.dp,
-                       v[4] / grid.dp};
-    }
-    summary.stage_times.push_back(st);
-  }
-  if (rank0) {
-    std::ostringstream os;
-    os << "per-stage time over steps 2.." << summary.steps
-       << " (seconds; bubble = waiting on peers / total):\n";
-    for (int s = 0; s < grid.pp; ++s) {
-      const StageTimes& st = summary.stage_times[s];
-      char buf[200];
-      std::snprintf(buf, sizeof buf,
-                    "  stage %d layers [%d,%d): compute %.2f  wait %.2f  comm %.2f  optimizer "
-                    "%.2f  total %.2f  bubble %.1f%%\n",
-                    s, specs[s].first_layer, specs[s].end_layer, st.compute, st.wait, st.comm,
-                    st.optimizer, st.total, 100.0 * st.wait / std::max(st.total, 1e-9));
-      os << buf;
-    }
-    char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  "  theory for %s with P=%d, m=%d: bubble %.1f%%; throughput %.0f tokens/s\n",
-                  opts.schedule.c_str(), grid.pp, m,
-                  100.0 * pipeline::theoretical_bubble(kind, grid.pp, m),
-                  summary.tokens_per_second);
-    os << buf;
-    log << os.str() << std::flush;
-  }
-
-  if (!opts.export_weights.empty() && summary.completed) {
-    const std::vector<NamedArray> w = gather_weights(model, grid, specs, world);
-    if (rank0) {
-      write_weights_file(opts.export_weights, cfg, w, opts.dtype);
-      log << "exported weights to " << opts.export_weights << "\n";
-    }
-    world.barrier();
-  }
-  return summary;
+TrainSummary train(const TrainOptions& opts, comm::Communicator& world, const std::string& host,
+                   std::ostream& log, TrainObserver* observer) {
+  return Trainer(opts, world, host, log, observer).run();
 }
 
 }  // namespace wiola

@@ -9,6 +9,7 @@
 #include "comm/communicator.hpp"
 #include "pipeline/stage_executor.hpp"
 #include "train/options.hpp"
+#include "train/train_observer.hpp"
 
 namespace wiola {
 
@@ -27,16 +28,6 @@ struct TrainSummary {
   // 2..N (every rank receives them).
   std::vector<StageTimes> stage_times;
   std::vector<StageSpec> stages;  // the partition the run used
-};
-
-// Sees every training step on this rank (profiling tools).
-class TrainObserver {
- public:
-  virtual ~TrainObserver() = default;
-  // When true, each step's result carries one event per executed action.
-  virtual bool wants_events() const { return false; }
-  // After each optimizer step, on every rank.
-  virtual void on_step(std::int64_t step, const StageExecutor::Result& result) = 0;
 };
 
 // Runs the whole training described by `opts` on this rank. Rank 0 writes the

@@ -11,7 +11,6 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
                              AdamWConfig adam, bool count_embedding_in_norm)
     : model_(model), g_(groups), stage_(zero_stage), count_embedding_(count_embedding_in_norm) {
   require(zero_stage >= 0 && zero_stage <= 2, "--zero must be 0, 1 or 2, got ", zero_stage);
-  require(g_.world != nullptr, "ZeroOptimizer needs the world communicator");
   if (g_.data) {
     dp_ = g_.data->size();
     dp_rank_ = g_.data->rank();
@@ -67,14 +66,13 @@ std::vector<std::size_t> ZeroOptimizer::shard_counts(std::int64_t begin, std::in
 
 // Reduce-scatter one bucket of the full gradient into this rank's shard.
 void ZeroOptimizer::start_bucket(Bucket& b) {
-  const Tensor grads = model_.params().grads();
-  const std::size_t es = dtype_size(model_.dtype());
-  auto* send = static_cast<std::byte*>(grads.data()) + b.begin * es;
-  const std::int64_t lo = std::max(b.begin, shard_begin_);
-  auto* recv = static_cast<std::byte*>(shard_grads_.data()) +
-               std::max<std::int64_t>(0, lo - shard_begin_) * es;
-  b.pending = g_.data->ireduce_scatter(send, recv, shard_counts(b.begin, b.end), model_.dtype(),
-                                       comm::ReduceOp::Sum);
+  const Tensor send = model_.params().grads().range(b.begin, b.end - b.begin);
+  const std::vector<std::size_t> counts = shard_counts(b.begin, b.end);
+  // Where this rank's part of the bucket lands in its shard.
+  const std::int64_t lo = std::clamp(b.begin, shard_begin_, shard_end_);
+  const Tensor recv = shard_grads_.range(lo - shard_begin_,
+                                         static_cast<std::int64_t>(counts[dp_rank_]));
+  b.pending = g_.data->ireduce_scatter(send, recv, counts, comm::ReduceOp::Sum);
 }
 
 void ZeroOptimizer::on_layer_grads_final(int layer) {
@@ -90,21 +88,15 @@ void ZeroOptimizer::reduce_grads() {
   ParamStore& store = model_.params();
   const Tensor grads = store.grads();
   // The tied embedding: first and last stage hold copies; sum their gradients.
-  if (g_.embedding && g_.embedding->size() > 1 && store.has("embed.weight")) {
-    const Tensor e = store.grad("embed.weight");
-    g_.embedding->allreduce(e.data(), static_cast<std::size_t>(e.numel()), e.dtype(),
-                            comm::ReduceOp::Sum);
-  }
+  if (g_.embedding && g_.embedding->size() > 1 && store.has("embed.weight"))
+    g_.embedding->allreduce(store.grad("embed.weight"), comm::ReduceOp::Sum);
   if (dp_ == 1) {
-    if (stage_ >= 1) model_.backend().copy(grads.range(shard_begin_, shard_end_ - shard_begin_),
-                                           shard_grads_);
+    if (stage_ >= 1)
+      model_.backend().copy(grads.range(shard_begin_, shard_end_ - shard_begin_), shard_grads_);
   } else if (stage_ == 0) {
-    g_.data->allreduce(grads.data(), static_cast<std::size_t>(grads.numel()), grads.dtype(),
-                       comm::ReduceOp::Sum);
+    g_.data->allreduce(grads, comm::ReduceOp::Sum);
   } else if (stage_ == 1) {
-    const std::vector<std::size_t> counts = shard_counts(0, total_);
-    g_.data->reduce_scatter(grads.data(), shard_grads_.data(), counts, grads.dtype(),
-                            comm::ReduceOp::Sum);
+    g_.data->reduce_scatter(grads, shard_grads_, shard_counts(0, total_), comm::ReduceOp::Sum);
   } else {
     for (auto& b : other_buckets_) start_bucket(b);
     for (auto* list : {&layer_buckets_, &other_buckets_})
@@ -118,7 +110,8 @@ void ZeroOptimizer::reduce_grads() {
   reduced_ = true;
 }
 
-double ZeroOptimizer::owned_sum_squares() {
+void ZeroOptimizer::add_owned_sum_squares(const Tensor& acc) {
+  require(reduced_, "gradient norm before the gradient reduction");
   // Count the elements of this rank's shard; the last stage leaves out its
   // copy of the tied embedding so it is counted once (on the first stage).
   Backend& be = model_.backend();
@@ -129,47 +122,35 @@ double ZeroOptimizer::owned_sum_squares() {
     skip_begin = e.offset;
     skip_end = e.offset + e.numel();
   }
-  auto shard_view = [&](std::int64_t lo, std::int64_t hi) {
-    return stage_ >= 1 ? shard_grads_.range(lo - shard_begin_, hi - lo)
-                       : model_.params().grads().range(lo, hi - lo);
-  };
-  double sum = 0;
   auto add_range = [&](std::int64_t lo, std::int64_t hi) {
-    if (hi > lo) sum += be.sum_squares(shard_view(lo, hi));
+    if (hi <= lo) return;
+    be.sum_squares(stage_ >= 1 ? shard_grads_.range(lo - shard_begin_, hi - lo)
+                               : model_.params().grads().range(lo, hi - lo),
+                   acc);
   };
   add_range(shard_begin_, std::min(shard_end_, std::max(shard_begin_, skip_begin)));
   add_range(std::max(shard_begin_, std::min(shard_end_, skip_end)), shard_end_);
-  return sum;
 }
 
-ZeroOptimizer::StepInfo ZeroOptimizer::step(double lr, double clip, double local_loss_sum,
-                                            double local_loss_tokens) {
+void ZeroOptimizer::step(double lr, double grad_scale) {
   require(reduced_, "optimizer step before the gradient reduction");
   reduced_ = false;
-  double totals[3] = {owned_sum_squares(), local_loss_sum, local_loss_tokens};
-  g_.world->allreduce(totals, 3, DType::F64, comm::ReduceOp::Sum);
-  StepInfo info;
-  info.grad_norm = std::sqrt(totals[0]);
-  info.loss_sum = totals[1];
-  info.loss_tokens = totals[2];
-  if (!std::isfinite(totals[0])) {
-    info.skipped = true;  // every rank sees the same sum: every rank skips
-    return info;
-  }
-  const double scale = clip > 0 && info.grad_norm > clip ? clip / (info.grad_norm + 1e-6) : 1.0;
   ++updates_;
   ParamStore& store = model_.params();
   const std::int64_t b = adam_->begin(), n = adam_->end() - adam_->begin();
-  const Tensor params = store.params().range(b, n);
-  const Tensor grads = stage_ >= 1 ? shard_grads_ : store.grads().range(b, n);
-  adam_->step(params, grads, lr, scale, updates_);
-  if (stage_ >= 1 && dp_ > 1) {
-    const std::vector<std::size_t> counts = shard_counts(0, total_);
-    const std::size_t es = dtype_size(model_.dtype());
-    auto* all = static_cast<std::byte*>(store.params().data());
-    g_.data->allgather(all + shard_begin_ * es, all, counts, model_.dtype());
-  }
-  return info;
+  const Tensor params = store.params();
+  adam_->step(params.range(b, n), stage_ >= 1 ? shard_grads_ : store.grads().range(b, n), lr,
+              grad_scale, updates_);
+  if (stage_ >= 1 && dp_ > 1)
+    g_.data->allgather(params.range(shard_begin_, shard_end_ - shard_begin_), params,
+                       shard_counts(0, total_));
+}
+
+// A step whose gradient norm is not finite takes no update: the reduction is
+// consumed, nothing else changes.
+void ZeroOptimizer::skip_step() {
+  require(reduced_, "optimizer step before the gradient reduction");
+  reduced_ = false;
 }
 
 }  // namespace wiola

@@ -13,6 +13,8 @@
 // The tied embedding's two copies (first and last stage) are summed over the
 // embedding group first; the global norm counts them once (the last stage
 // leaves its copy out). Shards may be uneven: any parameter count works.
+// Everything works on backend buffers through backend ops and the
+// communicator's tensor forms, so the buffers may live on a device.
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -31,7 +33,6 @@ inline std::pair<std::int64_t, std::int64_t> zero_shard(std::int64_t total, int 
 }
 
 struct ZeroGroups {
-  comm::Communicator* world = nullptr;      // everyone: the global norm and loss
   comm::Communicator* data = nullptr;       // this stage's data-parallel replicas
   comm::Communicator* embedding = nullptr;  // first and last stage, when they differ
 };
@@ -49,18 +50,18 @@ class ZeroOptimizer {
 
   // ZeRO-2: layer l's gradient is final for this step; start reducing it.
   void on_layer_grads_final(int layer);
-  // The ReduceGrads action: embedding-group sum, then the data-parallel reduction.
+  // Embedding-group sum of the tied embedding's gradient, then the
+  // data-parallel reduction (all-reduce, or reduce-scatter into the shard).
   void reduce_grads();
-
-  struct StepInfo {
-    double grad_norm = 0;   // before clipping
-    bool skipped = false;   // NaN or Inf in the gradients: no update this step
-    double loss_sum = 0;    // over all ranks
-    double loss_tokens = 0;
-  };
-  // The OptimizerStep action. One all-reduce over the world gives the squared
-  // norm and the step's loss; then clip, update the shard, gather parameters.
-  StepInfo step(double lr, double clip, double local_loss_sum, double local_loss_tokens);
+  // acc (F64 [1, 1], backend memory) += Σ g² over the reduced gradient
+  // elements this rank owns, the last stage's copy of the tied embedding left
+  // out, so that the world sum of every rank's part is the global norm².
+  void add_owned_sum_squares(const Tensor& acc);
+  // AdamW on the owned range with the gradient scaled by `grad_scale` (the
+  // clip factor), then the parameter all-gather. Counts one update.
+  void step(double lr, double grad_scale);
+  // The step's update is skipped (a non-finite gradient norm on some rank).
+  void skip_step();
 
   // Updates taken so far (skipped steps do not count): AdamW's bias correction.
   long updates() const { return updates_; }
@@ -73,7 +74,6 @@ class ZeroOptimizer {
   };
   void start_bucket(Bucket& b);
   std::vector<std::size_t> shard_counts(std::int64_t begin, std::int64_t end) const;
-  double owned_sum_squares();
 
   StageModel& model_;
   ZeroGroups g_;

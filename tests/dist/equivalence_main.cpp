@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     if (k == "--pp") o.pp = std::stoi(v);
     else if (k == "--dp") o.dp = std::stoi(v);
     else if (k == "--zero") o.zero = std::stoi(v);
-    else if (k == "--schedule") o.schedule = v;
+    else if (k == "--schedule") o.schedule = pipeline::parse_schedule_kind(v);
     else if (k == "--summary") o.model.summary = parse_summary_mode(v);
     else if (k == "--atm") o.model.atm = parse_atm_mode(v);
     else if (k == "--stage-layers") o.stage_layers = v;
@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
   }
   world.set_timeout(o.comm_timeout);
   const std::string tag = "pp" + std::to_string(o.pp) + "_dp" + std::to_string(o.dp) + "_z" +
-                          std::to_string(o.zero) + "_" + o.schedule + "_" +
+                          std::to_string(o.zero) + "_" +
+                          std::string(pipeline::schedule_kind_name(o.schedule)) + "_" +
                           std::string(summary_mode_name(o.model.summary)) + "_" +
                           std::string(atm_mode_name(o.model.atm));
   o.export_weights = out + "/equiv_" + tag + ".h5";
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   r.pp = r.dp = 1;
   r.zero = 0;
   r.stage_layers.clear();
-  r.schedule = "1f1b";
+  r.schedule = pipeline::ScheduleKind::OneFOneB;
   r.export_weights = out + "/equiv_" + tag + "_reference.h5";
   if (world.rank() == 0) ref = train(r, *self, mpi.host(), log_ref);
 

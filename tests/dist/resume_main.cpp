@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
 
   TrainOptions second = o;
   second.save_dir = base + "/ckpt";
-  second.resume = "auto";
+  second.resume = ResumeFrom::parse("auto");
   if (to_pp > 0) second.pp = to_pp;
   if (to_dp > 0) second.dp = to_dp;
   if (to_zero >= 0) second.zero = to_zero;

@@ -41,7 +41,18 @@ inline Tensor upload_i32(Backend& be, const std::vector<std::int32_t>& v) {
 struct Batch {
   int B = 0, T = 0;
   std::vector<std::int32_t> inputs, targets;
+  // Targets that count in the loss (the host knows; nothing is read back).
+  double tokens() const {
+    double n = 0;
+    for (std::int32_t t : targets) n += t >= 0;
+    return n;
+  }
 };
+
+// Σ per-token loss of a last stage's forward, read back from the backend.
+inline double loss_sum(Backend& be, const StageOutput& out) {
+  return to_host_f64(be, out.loss_sum)[0];
+}
 
 inline Batch make_batch(int B, int T, int vocab, std::uint64_t seed) {
   const auto w = random_tokens(std::size_t(B) * (T + 1), vocab, seed);
@@ -76,7 +87,7 @@ struct WholeModel {
   double loss(const Batch& b, bool training) {
     StageSaved saved;
     const StageOutput out = model->forward(input(b), training, saved);
-    return out.loss_sum / double(out.loss_tokens);
+    return loss_sum(*be, out) / b.tokens();
   }
   // Logits [B*T, V] as doubles.
   std::vector<double> logits(const Batch& b, bool training) {
@@ -89,8 +100,8 @@ struct WholeModel {
     model->params().zero_grads();
     StageSaved saved;
     const StageOutput out = model->forward(input(b), training, saved);
-    model->backward(Tensor{}, {}, 1.0 / double(out.loss_tokens), saved);
-    return out.loss_sum / double(out.loss_tokens);
+    model->backward(Tensor{}, {}, 1.0 / b.tokens(), saved);
+    return loss_sum(*be, out) / b.tokens();
   }
 };
 

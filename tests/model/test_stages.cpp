@@ -39,12 +39,12 @@ double run_chain(Backend& be, std::vector<std::unique_ptr<StageModel>>& stages, 
     }
     out = stages[s]->forward(si, true, saved[s]);
   }
-  const double loss = out.loss_sum / double(out.loss_tokens);
+  const double loss = loss_sum(be, out) / b.tokens();
   StageGrads g;
   for (int s = static_cast<int>(stages.size()) - 1; s >= 0; --s) {
     if (drop_carry_grad)
       for (auto& t : g.dcarry) be.fill(t, 0.0);
-    g = stages[s]->backward(g.dx, g.dcarry, 1.0 / double(out.loss_tokens), saved[s]);
+    g = stages[s]->backward(g.dx, g.dcarry, 1.0 / b.tokens(), saved[s]);
   }
   return loss;
 }

@@ -131,6 +131,36 @@ TEST(CpuElementwise, MixedDtypesAreRejected) {
   EXPECT_THROW(be->scale(be->alloc(DType::I32, 2, 2), 2.0), Error);
 }
 
+// Σ x² through the backend's accumulator, read back.
+double sum_squares_of(Backend& be, const Tensor& x) {
+  const Tensor acc = be.alloc(DType::F64, 1, 1);
+  be.sum_squares(x, acc);
+  return read(be, acc)[0];
+}
+
+TEST(CpuElementwise, SumAddsInRowMajorOrderIntoTheAccumulator) {
+  auto be = make_cpu_backend();
+  const std::int64_t n = 13, c = 7;
+  const auto v = random_vector(n * c, 9, -2, 2);
+  for (DType dt : {DType::F64, DType::F32}) {
+    Strided s = strided(*be, dt, n, c, 3, 2);
+    write(*be, s.view, v);
+    const std::vector<double> stored = read(*be, s.view);
+    double in_order = 0;
+    for (double x : stored) in_order += x;
+    const Tensor acc = be->alloc(DType::F64, 1, 1);
+    be->fill(acc, 0.5);
+    be->sum(s.view, acc);
+    // acc + (the in-order sum from zero): the exact bits, not just close.
+    const double want = 0.5 + in_order;
+    const double got = read(*be, acc)[0];
+    EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0) << got << " vs " << want;
+  }
+  // The accumulator must be one F64 element.
+  EXPECT_THROW(be->sum(be->alloc(DType::F32, 2, 2), be->alloc(DType::F32, 1, 1)), Error);
+  EXPECT_THROW(be->sum_squares(be->alloc(DType::F32, 2, 2), be->alloc(DType::F64, 1, 2)), Error);
+}
+
 TEST(CpuElementwise, SumSquaresMatchesReferenceOnStridedViews) {
   auto be = make_cpu_backend();
   const std::int64_t n = 37, c = 401;  // several 4096-element chunks, rows split across chunks
@@ -143,13 +173,13 @@ TEST(CpuElementwise, SumSquaresMatchesReferenceOnStridedViews) {
     std::vector<double> stored = read(*be, s.view);
     long double ref_dt = 0;
     for (double x : stored) ref_dt += static_cast<long double>(x) * x;
-    const double got = be->sum_squares(s.view);
+    const double got = sum_squares_of(*be, s.view);
     EXPECT_NEAR(got, static_cast<double>(ref_dt), 1e-12 * static_cast<double>(ref_dt));
     if (dt == DType::F64) {
       EXPECT_NEAR(got, static_cast<double>(ref), 1e-12 * static_cast<double>(ref));
     }
   }
-  EXPECT_EQ(be->sum_squares(be->alloc(DType::F32, 0, 4)), 0.0);
+  EXPECT_EQ(sum_squares_of(*be, be->alloc(DType::F32, 0, 4)), 0.0);
 }
 
 TEST(CpuElementwise, SumSquaresPropagatesNanAndInf) {
@@ -157,13 +187,13 @@ TEST(CpuElementwise, SumSquaresPropagatesNanAndInf) {
   for (DType dt : {DType::F64, DType::F32}) {
     std::vector<double> v = random_vector(10000, 6);
     v[9000] = std::numeric_limits<double>::quiet_NaN();
-    EXPECT_TRUE(std::isnan(be->sum_squares(upload(*be, dt, 100, 100, v))));
+    EXPECT_TRUE(std::isnan(sum_squares_of(*be, upload(*be, dt, 100, 100, v))));
     v[9000] = -std::numeric_limits<double>::infinity();
-    EXPECT_TRUE(std::isinf(be->sum_squares(upload(*be, dt, 100, 100, v))));
+    EXPECT_TRUE(std::isinf(sum_squares_of(*be, upload(*be, dt, 100, 100, v))));
     v[9000] = 0;
     v[10] = std::numeric_limits<double>::infinity();
     v[11] = std::numeric_limits<double>::quiet_NaN();
-    EXPECT_TRUE(std::isnan(be->sum_squares(upload(*be, dt, 100, 100, v))));
+    EXPECT_TRUE(std::isnan(sum_squares_of(*be, upload(*be, dt, 100, 100, v))));
   }
 }
 
@@ -179,7 +209,7 @@ TEST(CpuElementwise, DeterministicAcrossThreadCounts) {
       be->axpy(0.3, x, y);
       be->add(x, y, y);
       be->scale(y, 1.7);
-      s = be->sum_squares(y);
+      s = sum_squares_of(*be, y);
       r = read(*be, y);
     };
     with_threads(1, [&] { run(s1, r1); });

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     o.micro_batch = a.micro_batch;
     o.global_batch = a.microbatches * a.micro_batch * a.dp;
     o.zero = a.zero;
-    o.schedule = a.schedule;
+    o.schedule = pipeline::parse_schedule_kind(a.schedule);
     o.threads = 1;
     o.comm_timeout = 120;
     world.set_timeout(o.comm_timeout);

@@ -132,13 +132,17 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
           case pipeline::ActionKind::RecvGrad: n = "RecvGrad"; break;
           case pipeline::ActionKind::Backward: n = "Backward"; break;
           case pipeline::ActionKind::SendGrad: n = "SendGrad"; break;
-          case pipeline::ActionKind::ReduceGrads: n = "ReduceGrads"; break;
-          case pipeline::ActionKind::OptimizerStep: n = "OptimizerStep"; break;
         }
         const int got = count[{r, n, s, a.microbatch}];
         if (got != 1)
           problem(msg("rank ", r, " step ", s, ": ", got, " '", n, "' events for micro-batch ",
                       a.microbatch, " (expected 1)"));
+      }
+      // The trainer's two phases after the list, once per step.
+      for (const char* n : {"ReduceGrads", "OptimizerStep"}) {
+        const int got = count[{r, n, s, -1}];
+        if (got != 1)
+          problem(msg("rank ", r, " step ", s, ": ", got, " '", n, "' events (expected 1)"));
       }
       // The order of a rank's compute in time is the schedule's (the 1F1B pattern).
       const auto it = order[r].find(s);

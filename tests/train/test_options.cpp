@@ -47,7 +47,7 @@ TEST(Options, ConfigFileAndCommandLineWins) {
   EXPECT_DOUBLE_EQ(o.lr, 0.002);     // command line
   EXPECT_EQ(o.pp, 2);
   EXPECT_EQ(o.zero, 1);
-  EXPECT_EQ(o.schedule, "gpipe");
+  EXPECT_EQ(o.schedule, pipeline::ScheduleKind::GPipe);
   EXPECT_EQ(o.total_steps(), 7);
   std::remove(path.c_str());
 }

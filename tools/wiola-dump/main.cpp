@@ -76,10 +76,12 @@ int run(int argc, char** argv) {
 
   StageSaved saved;
   const StageOutput fwd = model.forward(in, train, saved);
-  const double loss = fwd.loss_sum / double(fwd.loss_tokens);
+  // Every target of a dumped batch counts in the loss.
+  const double counted = double(B) * T;
+  const double loss = to_host_f64(*backend, fwd.loss_sum)[0] / counted;
   const std::vector<double> logits = to_host_f64(*backend, saved.logits);
   model.params().zero_grads();
-  model.backward(Tensor{}, {}, 1.0 / double(fwd.loss_tokens), saved);
+  model.backward(Tensor{}, {}, 1.0 / counted, saved);
 
   const h5::Type ft = dtype == DType::F64 ? h5::Type::F64 : h5::Type::F32;
   const std::string tmp = out + ".tmp";

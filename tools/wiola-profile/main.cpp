@@ -53,7 +53,7 @@ int run_projection(const ToolOptions& t, bool rank0) {
 std::size_t probe_bytes(const TrainOptions& o) {
   const BoundaryShape s = boundary_shape(o.micro_batch, o.model.T, o.model.d, o.dtype,
                                          o.model.Lambda - 1, o.model.summary);
-  return std::max<std::size_t>(s.bytes(), 64 * 1024);
+  return std::max<std::size_t>(s.payload_bytes(), 64 * 1024);
 }
 
 int run(const ToolOptions& t, comm::MpiCommunicator& world, const std::string& host) {
@@ -105,12 +105,12 @@ int run(const ToolOptions& t, comm::MpiCommunicator& world, const std::string& h
   if (t.verbose) std::cout << res.train_log << "\n";
   double budget = 0;
   std::string budget_name;
-  if (!opts->train_tokens.empty()) {
+  if (opts->train_tokens.kind != TokenBudget::Kind::Unset) {
     TrainOptions b = *opts;
     b.model = res.layout.model;  // the vocabulary train() used
     b.steps = 0;
     budget = double(b.resolved_train_tokens());
-    budget_name = "--train-tokens " + opts->train_tokens;
+    budget_name = "--train-tokens " + opts->train_tokens.text();
   }
   std::cout << format_profile(res, budget, budget_name);
   if (!t.out_dir.empty())

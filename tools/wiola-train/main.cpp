@@ -6,6 +6,7 @@
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "model/param_report.hpp"
+#include "train/fault_injection.hpp"
 #include "train/options.hpp"
 #include "train/stop_signal.hpp"
 #include "train/trainer.hpp"
@@ -30,7 +31,14 @@ int main(int argc, char** argv) {
     }
     world.set_timeout(opts->comm_timeout);
     wiola::install_stop_handlers();
-    const wiola::TrainSummary s = wiola::train(*opts, world, mpi.host(), std::cout);
+    // Tests set WIOLA_FAULT_INJECT to kill a rank at a chosen moment.
+    std::unique_ptr<wiola::TrainObserver> fault;
+    try {
+      fault = wiola::fault_injector_from_env(world.rank());
+    } catch (const wiola::Error& e) {
+      throw wiola::CollectiveError(e.what());
+    }
+    const wiola::TrainSummary s = wiola::train(*opts, world, mpi.host(), std::cout, fault.get());
     if (s.stop_signal && !s.completed) return s.last_checkpoint.empty() ? 1 : wiola::kExitRequeue;
     return 0;
   } catch (const wiola::CollectiveError& e) {

@@ -141,13 +141,32 @@ void CpuBackend::scale(const Tensor& x, double alpha) {
   });
 }
 
-double CpuBackend::sum_squares(const Tensor& x) {
-  double result = 0.0;
+namespace {
+
+double& accumulator(std::string_view op, const Tensor& acc) {
+  check_tensor(op, "acc", acc);
+  require(acc.dtype() == DType::F64 && acc.rows() == 1 && acc.cols() == 1, op,
+          ": the accumulator must be an F64 [1, 1] tensor, got ", dtype_name(acc.dtype()), " ",
+          acc.rows(), "x", acc.cols());
+  return *acc.ptr<double>();
+}
+
+}  // namespace
+
+void CpuBackend::sum(const Tensor& x, const Tensor& acc) {
+  double& out = accumulator("sum", acc);
+  dispatch(float_dtype("sum", "x", x), [&](auto zero) {
+    using T = decltype(zero);
+    out += ops::sum_in_order(x.rows(), x.cols(), x.ptr<T>(), x.ld());
+  });
+}
+
+void CpuBackend::sum_squares(const Tensor& x, const Tensor& acc) {
+  double& out = accumulator("sum_squares", acc);
   dispatch(float_dtype("sum_squares", "x", x), [&](auto zero) {
     using T = decltype(zero);
-    result = ops::sum_squares(x.rows(), x.cols(), x.ptr<T>(), x.ld());
+    out += ops::sum_squares(x.rows(), x.cols(), x.ptr<T>(), x.ld());
   });
-  return result;
 }
 
 }  // namespace wiola

@@ -3,6 +3,7 @@
 // fp32 and fp64 (bf16 is GPU-only). Shapes and dtypes are validated, then the
 // call is dispatched to the kernels in src/ops. OpenMP parallelises the loops;
 // results are bit-identical for any thread count.
+#include <cstring>
 #include <span>
 #include <string>
 
@@ -21,11 +22,18 @@ class CpuBackend final : public Backend {
   void convert(const Tensor& src, const Tensor& dst) override;
   void to_host(const Tensor& src, void* dst) override;
   void from_host(const void* src, const Tensor& dst) override;
+  void copy_to_host(const void* src, void* host_dst, std::size_t bytes) override {
+    std::memcpy(host_dst, src, bytes);
+  }
+  void copy_from_host(const void* host_src, void* dst, std::size_t bytes) override {
+    std::memcpy(dst, host_src, bytes);
+  }
 
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void axpy(double alpha, const Tensor& x, const Tensor& y) override;
   void scale(const Tensor& x, double alpha) override;
-  double sum_squares(const Tensor& x) override;
+  void sum(const Tensor& x, const Tensor& acc) override;
+  void sum_squares(const Tensor& x, const Tensor& acc) override;
 
   void linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) override;
   void linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,

@@ -1,0 +1,47 @@
+#pragma once
+// What a training run shows to whoever watches it on this rank: profilers
+// (every step's measurements and timeline) and test seams (fault injection
+// before an action or while a checkpoint is written). The training loop
+// calls these hooks and knows nothing of who listens.
+#include <cstdint>
+#include <vector>
+
+#include "pipeline/stage_executor.hpp"
+
+namespace wiola {
+
+// The trainer's own work after the schedule's actions.
+enum class StepPhase : std::uint8_t {
+  ReduceGrads,  // tied-embedding sum and the data-parallel gradient reduction
+  Optimizer,    // the world all-reduce of norm and loss, clipping, AdamW, parameter gather
+};
+
+struct PhaseEvent {
+  StepPhase phase = StepPhase::ReduceGrads;
+  double begin = 0, end = 0;  // steady-clock seconds
+};
+
+struct StepRecord {
+  std::int64_t step = 0;
+  const StageExecutor::Result* run = nullptr;  // the executor's measurements and events
+  // The run's times, plus `optimizer` (both phases) and `total` (the whole step).
+  StageTimes times;
+  PhaseEvent reduce, optimizer;
+  double loss = 0, grad_norm = 0;
+  bool skipped = false;  // non-finite gradient norm: no update
+};
+
+class TrainObserver {
+ public:
+  virtual ~TrainObserver() = default;
+  // When true, each step's run carries one event per executed action.
+  virtual bool wants_events() const { return false; }
+  // Before every schedule action of training step `step`.
+  virtual void before_action(std::int64_t /*step*/, const pipeline::Action& /*a*/) {}
+  // While this rank writes its file of the checkpoint of `step`, after each tensor.
+  virtual void on_checkpoint_write(std::int64_t /*step*/) {}
+  // After each optimizer step, on every rank.
+  virtual void on_step(const StepRecord& /*record*/) {}
+};
+
+}  // namespace wiola
