@@ -1,10 +1,7 @@
 #include "profile/peak.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
-#include <vector>
 
 #include "core/error.hpp"
 
@@ -18,18 +15,18 @@ std::optional<double> device_peak_tflops(const std::string& device) {
 
 std::string known_devices() { return "h100, h200, a100"; }
 
-double measure_sgemm_flops(int n, double seconds) {
-  require(n > 0, "GEMM size must be positive, got ", n);
-  const std::size_t nn = std::size_t(n) * std::size_t(n);
-  std::vector<float> a(nn), b(nn), c(nn);
-  for (std::size_t i = 0; i < nn; ++i) {
-    a[i] = float(i % 7) * 0.125f;
-    b[i] = float(i % 5) * 0.25f;
-  }
+double measure_linear_flops(Backend& be, DType dtype, int rows, int out, int in,
+                            double seconds) {
+  require(rows > 0 && out > 0 && in > 0, "GEMM sizes must be positive, got ", rows, "x", out,
+          "x", in);
+  const Tensor x = be.alloc(dtype, rows, in), w = be.alloc(dtype, out, in),
+               y = be.alloc(dtype, rows, out);
+  be.fill(x, 0.5);
+  be.fill(w, 0.25);
   using Clock = std::chrono::steady_clock;
   auto product = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                0.0f, c.data(), n);
+    be.linear_fwd(x, w, y, false);
+    be.synchronize();
   };
   product();  // warm-up: thread pool start, page faults
   double best = 1e300, elapsed = 0;
@@ -42,7 +39,7 @@ double measure_sgemm_flops(int n, double seconds) {
     elapsed += dt;
     ++reps;
   }
-  return 2.0 * double(n) * double(n) * double(n) / best;
+  return 2.0 * double(rows) * double(out) * double(in) / best;
 }
 
 double parse_peak_spec(const std::string& spec) {
@@ -60,14 +57,15 @@ double parse_peak_spec(const std::string& spec) {
   return v * 1e12;
 }
 
-PeakFlops resolve_peak(const std::string& spec, int gemm_n, double gemm_seconds, int threads) {
+PeakFlops resolve_peak(const std::string& spec, Backend& be, int gemm_n, double gemm_seconds,
+                       int threads) {
   PeakFlops p;
   p.per_rank = parse_peak_spec(spec);
   if (p.per_rank > 0) {
     p.source = device_peak_tflops(spec) ? spec + " bf16 dense peak" : std::string("given");
     return p;
   }
-  p.per_rank = measure_sgemm_flops(gemm_n, gemm_seconds);
+  p.per_rank = measure_linear_flops(be, DType::F32, gemm_n, gemm_n, gemm_n, gemm_seconds);
   p.source = "measured sgemm ";
   p.source += std::to_string(gemm_n);
   p.source += "^3 on ";

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "backend/backend.hpp"
+
 namespace wiola::profile {
 
 struct PeakFlops {
@@ -18,17 +20,21 @@ std::optional<double> device_peak_tflops(const std::string& device);
 // "h100, h200, a100" for messages.
 std::string known_devices();
 
-// FLOP/s of C = A·Bᵀ with n×n fp32 matrices (2n³ FLOPs per product) on the
-// calling thread's OpenMP/BLAS threads: the best single repetition over at
-// least `seconds` of repetitions (after one warm-up). Every rank of a job
-// should call it at the same time, so ranks sharing cores share them here too.
-double measure_sgemm_flops(int n, double seconds);
+// FLOP/s of the backend's linear layer y = x·Wᵀ in `dtype`, x [rows, in],
+// W [out, in] (2·rows·out·in FLOPs per product; on the CPU backend an fp32
+// GEMM on the calling thread's OpenMP/BLAS threads): the best single
+// repetition over at least `seconds` of repetitions (after one warm-up).
+// Every rank of a job should call it at the same time, so ranks sharing
+// cores share them here too.
+double measure_linear_flops(Backend& be, DType dtype, int rows, int out, int in, double seconds);
 
 // Checks --peak-tflops: a number (TFLOP/s per rank), a device name, or
 // "measured". Returns the peak per rank, 0 for "measured"; throws
 // wiola::Error naming the flag otherwise.
 double parse_peak_spec(const std::string& spec);
-// The peak for --peak-tflops; "measured" runs measure_sgemm_flops.
-PeakFlops resolve_peak(const std::string& spec, int gemm_n, double gemm_seconds, int threads);
+// The peak for --peak-tflops; "measured" runs measure_linear_flops with
+// gemm_n³ fp32 on `be`.
+PeakFlops resolve_peak(const std::string& spec, Backend& be, int gemm_n, double gemm_seconds,
+                       int threads);
 
 }  // namespace wiola::profile

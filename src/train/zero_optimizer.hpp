@@ -43,9 +43,6 @@ class ZeroOptimizer {
                 bool count_embedding_in_norm);
   ~ZeroOptimizer();
 
-  int zero_stage() const { return stage_; }
-  std::int64_t shard_begin() const { return shard_begin_; }
-  std::int64_t shard_end() const { return shard_end_; }
   AdamWOptimizer& adam() { return *adam_; }
 
   // ZeRO-2: layer l's gradient is final for this step; start reducing it.

@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
     o.comm_timeout = 120;
     world.set_timeout(o.comm_timeout);
     // A small, quick peak measurement: the test checks structure, not speed.
-    const PeakFlops peak = resolve_peak("measured", 128, 0.02, 1);
+    auto be = make_cpu_backend();
+    const PeakFlops peak = resolve_peak("measured", *be, 128, 0.02, 1);
     const LinkProbe link = probe_world_link(world, 4096);
     const ProfileResult res = run_profile(o, 1, a.steps, world, mpi.host(), peak, link);
     int status = 0;

@@ -200,9 +200,10 @@ TEST(ToolOptions, OwnFlagsAreTakenOutTheRestPassesThrough) {
   EXPECT_THROW(parse_tool_options(3, bad2), Error);
   const char* bad3[] = {"p", "--profile-steps"};
   EXPECT_THROW(parse_tool_options(2, bad3), Error);
-  EXPECT_THROW(resolve_peak("fast", 64, 0.01, 1), Error);
-  EXPECT_EQ(resolve_peak("a100", 64, 0.01, 1).per_rank, 312e12);
-  EXPECT_EQ(resolve_peak("2.5", 64, 0.01, 1).per_rank, 2.5e12);
+  auto be = make_cpu_backend();
+  EXPECT_THROW(resolve_peak("fast", *be, 64, 0.01, 1), Error);
+  EXPECT_EQ(resolve_peak("a100", *be, 64, 0.01, 1).per_rank, 312e12);
+  EXPECT_EQ(resolve_peak("2.5", *be, 64, 0.01, 1).per_rank, 2.5e12);
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ int run(const ToolOptions& t, comm::MpiCommunicator& world, const std::string& h
 
   // The peak: every rank at once, so ranks sharing cores share them here too.
   world.barrier();
-  const PeakFlops peak = resolve_peak(t.peak, t.gemm_size, t.gemm_seconds, cpu_threads());
+  const std::unique_ptr<Backend> be = make_cpu_backend();
+  const PeakFlops peak = resolve_peak(t.peak, *be, t.gemm_size, t.gemm_seconds, cpu_threads());
   const LinkProbe link = probe_world_link(world, probe_bytes(*opts));
 
   if (t.sweep) {
