@@ -1,0 +1,23 @@
+#pragma once
+// What kernel source needs from CUDA, from the toolkit under nvcc or from the
+// test tree's emulation of the execution model (tests/cuda_emu) when the same
+// source is compiled by the host compiler for CI. Kernel files include this
+// header and nothing else of CUDA, and launch kernels only through
+// WIOLA_LAUNCH, so that both builds compile the same text.
+#if defined(WIOLA_CUDA_EMULATION)
+#include "cuda_emu.hpp"
+// kernel<<<grid, block, shared_bytes, stream>>>(args...)
+#define WIOLA_LAUNCH(kernel, grid, block, shared_bytes, stream) \
+  ::wiola::emu::make_launch(#kernel, kernel, grid, block, shared_bytes)
+#define WIOLA_DYNAMIC_SHARED(type, name) \
+  type* name = reinterpret_cast<type*>(::wiola::emu::dynamic_shared())
+#else
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+#define WIOLA_LAUNCH(kernel, grid, block, shared_bytes, stream) \
+  kernel<<<grid, block, shared_bytes, stream>>>
+#define WIOLA_DYNAMIC_SHARED(type, name)                    \
+  extern __shared__ __align__(16) unsigned char wiola_smem[]; \
+  type* name = reinterpret_cast<type*>(wiola_smem)
+#endif

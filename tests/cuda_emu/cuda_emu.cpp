@@ -1,0 +1,278 @@
+// The fiber scheduler behind cuda_emu.hpp: one ucontext per emulated thread,
+// the blocks of a grid one after another, barriers released when every
+// thread of their group that has not exited has arrived.
+#include "cuda_emu.hpp"
+
+#include <ucontext.h>
+
+#include <array>
+#include <exception>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define WIOLA_EMU_ASAN 1
+#endif
+
+namespace wiola::emu {
+
+namespace {
+
+constexpr std::size_t kStackBytes = 256 * 1024;  // kernels keep small arrays on the stack
+
+enum class Wait : std::uint8_t { None, Block, Warp };
+
+struct Fiber {
+  ThreadState state;
+  ucontext_t context{};
+  std::unique_ptr<char[]> stack;
+  bool done = false;
+  Wait waiting = Wait::None;
+  std::uint64_t generation = 0;  // of the barrier it waits at
+  void* asan_fake_stack = nullptr;
+};
+
+struct WarpState {
+  std::uint64_t generation = 0;
+  int arrived = 0;
+  std::array<std::array<std::uint64_t, 32>, 2> slots{};  // double-buffered by generation
+  std::array<bool, 32> present{};
+  std::array<float, 1024> scratch{};
+};
+
+// Everything of the launch in flight on this OS thread.
+struct LaunchState {
+  const char* name = "";
+  const std::function<void()>* body = nullptr;
+  std::vector<Fiber> fibers;
+  std::vector<WarpState> warps;
+  std::vector<std::byte> dynamic_shared;
+  ucontext_t scheduler{};
+  int current = -1;
+  int live = 0;  // fibers not done
+  std::uint64_t block_generation = 0;
+  int block_arrived = 0;
+  std::exception_ptr error;
+#ifdef WIOLA_EMU_ASAN
+  void* scheduler_fake_stack = nullptr;
+  const void* scheduler_stack = nullptr;
+  std::size_t scheduler_stack_size = 0;
+#endif
+};
+
+thread_local LaunchState* g_launch = nullptr;
+thread_local std::size_t g_launches = 0;
+
+LaunchState& launch() {
+  if (!g_launch) throw std::logic_error("cuda emulation: a device function ran outside a kernel");
+  return *g_launch;
+}
+
+Fiber& current_fiber() {
+  LaunchState& l = launch();
+  return l.fibers[static_cast<std::size_t>(l.current)];
+}
+
+// Back to the scheduler; returns when the scheduler resumes this fiber.
+void yield_to_scheduler() {
+  LaunchState& l = launch();
+  Fiber& f = current_fiber();
+#ifdef WIOLA_EMU_ASAN
+  __sanitizer_start_switch_fiber(&f.asan_fake_stack, l.scheduler_stack, l.scheduler_stack_size);
+#endif
+  swapcontext(&f.context, &l.scheduler);
+#ifdef WIOLA_EMU_ASAN
+  __sanitizer_finish_switch_fiber(f.asan_fake_stack, nullptr, nullptr);
+#endif
+}
+
+void fiber_main() {
+  LaunchState& l = launch();
+#ifdef WIOLA_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &l.scheduler_stack, &l.scheduler_stack_size);
+#endif
+  try {
+    (*l.body)();
+  } catch (...) {
+    if (!l.error) l.error = std::current_exception();
+  }
+  Fiber& f = current_fiber();
+  f.done = true;
+  --l.live;
+#ifdef WIOLA_EMU_ASAN
+  __sanitizer_start_switch_fiber(nullptr, l.scheduler_stack, l.scheduler_stack_size);
+#endif
+  // uc_link returns to the scheduler.
+}
+
+// Releases the block barrier when every live fiber has arrived.
+void try_release_block(LaunchState& l) {
+  if (l.block_arrived == 0 || l.block_arrived < l.live) return;
+  for (Fiber& f : l.fibers)
+    if (!f.done && f.waiting == Wait::Block) f.waiting = Wait::None;
+  l.block_arrived = 0;
+  ++l.block_generation;
+}
+
+// Releases warp w's barrier when every live lane of it has arrived.
+void try_release_warp(LaunchState& l, int w) {
+  WarpState& ws = l.warps[static_cast<std::size_t>(w)];
+  if (ws.arrived == 0) return;
+  int live_lanes = 0;
+  for (Fiber& f : l.fibers)
+    if (f.state.warp == w && !f.done) ++live_lanes;
+  if (ws.arrived < live_lanes) return;
+  for (Fiber& f : l.fibers)
+    if (f.state.warp == w && !f.done && f.waiting == Wait::Warp) f.waiting = Wait::None;
+  ws.arrived = 0;
+  ws.present.fill(false);
+  ++ws.generation;
+}
+
+std::string block_name(const dim3& b) {
+  std::ostringstream os;
+  os << "(" << b.x << "," << b.y << "," << b.z << ")";
+  return os.str();
+}
+
+void run_block(LaunchState& l, dim3 grid, dim3 block, dim3 block_idx) {
+  const int n = static_cast<int>(block.x * block.y * block.z);
+  l.live = n;
+  l.block_arrived = 0;
+  for (WarpState& w : l.warps) {
+    w.arrived = 0;
+    w.present.fill(false);
+  }
+  std::fill(l.dynamic_shared.begin(), l.dynamic_shared.end(), std::byte{0xA5});  // not zeroed on a GPU
+  for (int i = 0; i < n; ++i) {
+    Fiber& f = l.fibers[static_cast<std::size_t>(i)];
+    f.state.thread_idx = dim3(i % block.x, (i / block.x) % block.y, i / (block.x * block.y));
+    f.state.block_idx = block_idx;
+    f.state.block_dim = block;
+    f.state.grid_dim = grid;
+    f.state.linear = i;
+    f.state.lane = i % 32;
+    f.state.warp = i / 32;
+    f.done = false;
+    f.waiting = Wait::None;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = &l.scheduler;
+    makecontext(&f.context, fiber_main, 0);
+  }
+  while (l.live > 0) {
+    bool ran = false;
+    for (int i = 0; i < n; ++i) {
+      Fiber& f = l.fibers[static_cast<std::size_t>(i)];
+      if (f.done || f.waiting != Wait::None) continue;
+      l.current = i;
+#ifdef WIOLA_EMU_ASAN
+      __sanitizer_start_switch_fiber(&l.scheduler_fake_stack, f.stack.get(), kStackBytes);
+#endif
+      swapcontext(&l.scheduler, &f.context);
+#ifdef WIOLA_EMU_ASAN
+      __sanitizer_finish_switch_fiber(l.scheduler_fake_stack, nullptr, nullptr);
+#endif
+      l.current = -1;
+      ran = true;
+      if (l.error) break;
+      // A thread that exits may complete a barrier the others wait at.
+      if (f.done) {
+        try_release_block(l);
+        try_release_warp(l, f.state.warp);
+      }
+    }
+    if (l.error) break;
+    if (!ran) {
+      std::string where;
+      for (const Fiber& f : l.fibers)
+        if (!f.done && f.waiting != Wait::None) {
+          where = f.waiting == Wait::Block ? "__syncthreads" : "a warp collective";
+          break;
+        }
+      std::ostringstream os;
+      os << "cuda emulation: deadlock in kernel " << l.name << ", block " << block_name(block_idx)
+         << ": threads wait at " << where << " that the other threads of their group never reach";
+      throw std::runtime_error(os.str());
+    }
+  }
+}
+
+}  // namespace
+
+const ThreadState& this_thread() { return current_fiber().state; }
+
+void sync_block() {
+  LaunchState& l = launch();
+  Fiber& f = current_fiber();
+  f.waiting = Wait::Block;
+  f.generation = l.block_generation;
+  ++l.block_arrived;
+  try_release_block(l);
+  if (f.waiting != Wait::None) yield_to_scheduler();
+}
+
+const std::uint64_t* warp_exchange(std::uint64_t bits) {
+  LaunchState& l = launch();
+  Fiber& f = current_fiber();
+  WarpState& w = l.warps[static_cast<std::size_t>(f.state.warp)];
+  const std::uint64_t gen = w.generation;
+  auto& slots = w.slots[gen % 2];
+  if (w.arrived == 0) slots.fill(0);
+  slots[static_cast<std::size_t>(f.state.lane)] = bits;
+  w.present[static_cast<std::size_t>(f.state.lane)] = true;
+  f.waiting = Wait::Warp;
+  f.generation = gen;
+  ++w.arrived;
+  try_release_warp(l, f.state.warp);
+  if (f.waiting != Wait::None) yield_to_scheduler();
+  // Released: the slots of this generation stay intact until every lane has
+  // passed the next warp barrier, by which time all have read them.
+  return w.slots[gen % 2].data();
+}
+
+void* dynamic_shared() { return launch().dynamic_shared.data(); }
+
+float* warp_scratch() {
+  return launch().warps[static_cast<std::size_t>(current_fiber().state.warp)].scratch.data();
+}
+
+void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
+                const std::function<void()>& body) {
+  if (g_launch) throw std::logic_error("cuda emulation: a kernel launched from inside a kernel");
+  const std::size_t threads = std::size_t(block.x) * block.y * block.z;
+  if (threads == 0 || threads > 1024)
+  {
+    std::ostringstream os;
+    os << "cuda emulation: kernel " << name << " launched with " << threads
+       << " threads per block (1..1024)";
+    throw std::invalid_argument(os.str());
+  }
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // an empty grid launches nothing
+  auto l = std::make_unique<LaunchState>();
+  l->name = name;
+  l->body = &body;
+  l->fibers.resize(threads);
+  for (Fiber& f : l->fibers) f.stack.reset(new char[kStackBytes]);
+  l->warps.resize((threads + 31) / 32);
+  l->dynamic_shared.resize(shared_bytes);
+  g_launch = l.get();
+  ++g_launches;
+  struct Reset {
+    ~Reset() { g_launch = nullptr; }
+  } reset;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        run_block(*l, grid, block, dim3(x, y, z));
+        if (l->error) std::rethrow_exception(l->error);
+      }
+}
+
+std::size_t launches() { return g_launches; }
+
+}  // namespace wiola::emu

@@ -1,0 +1,215 @@
+#pragma once
+// An emulation of the CUDA execution model, so that the CUDA backend's kernel
+// source compiles with the host compiler and runs in CI, where no GPU exists.
+// Test infrastructure only (docs/testing.md says what it can and cannot show).
+//
+// What it provides, to the documented semantics of the CUDA programming guide:
+//  * grid / block / thread indices (gridDim, blockIdx, blockDim, threadIdx) and
+//    the kernel launch (WIOLA_LAUNCH in backend/cuda/cuda_compat.hpp);
+//  * __shared__ memory per block, static and dynamic (WIOLA_DYNAMIC_SHARED);
+//  * __syncthreads() as a barrier across the block's threads;
+//  * warp shuffles (__shfl_sync, __shfl_xor_sync, __shfl_down_sync,
+//    __shfl_up_sync) and votes (__ballot_sync, __any_sync, __all_sync) for
+//    full warps (mask 0xffffffff);
+//  * atomicAdd / atomicMax on global and shared memory;
+//  * __nv_bfloat16 with round-to-nearest-even conversions;
+//  * the nvcuda::wmma fragments the kernels use (cuda_emu_wmma.hpp).
+//
+// How: every thread of a block is a fiber (ucontext) on the calling OS
+// thread; the blocks of a grid run one after another. A fiber runs until it
+// reaches a barrier (__syncthreads, or a warp collective for its warp) or
+// ends; the scheduler resumes fibers round-robin and releases a barrier once
+// every thread of its group that has not exited has arrived. A barrier that
+// can never be released (some threads wait at __syncthreads while others wait
+// at a warp collective, or a warp collective one lane never reaches) is a
+// deadlock: the launch throws, naming the kernel and the block.
+//
+// What it cannot show: data races (threads run one at a time between
+// barriers, so a missing __syncthreads that lets one thread read a value
+// another has not yet written may go unnoticed when the writer happens to run
+// first), the real memory model and caches, timing, occupancy, register
+// pressure, bank conflicts, or the hardware's element layout of wmma
+// fragments (the emulation picks one; kernels must not depend on it).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <type_traits>
+
+// ---- keywords -------------------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+// One copy per block: blocks run one at a time per OS thread, so a
+// thread-local static is shared by the block's fibers and by nothing else.
+#define __shared__ static thread_local
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+namespace wiola::emu {
+
+struct ThreadState {
+  dim3 thread_idx, block_idx, block_dim, grid_dim;
+  int linear = 0;  // thread index in the block (x fastest)
+  int lane = 0;    // linear % 32
+  int warp = 0;    // linear / 32
+};
+
+// The emulated thread now running (valid only inside a kernel).
+const ThreadState& this_thread();
+// __syncthreads.
+void sync_block();
+// Exchange for warp collectives: every lane deposits `bits`, waits for its
+// warp, and gets back the deposits of all 32 lanes (missing lanes: 0).
+const std::uint64_t* warp_exchange(std::uint64_t bits);
+// Dynamic shared memory of the running block (the launch's byte count).
+void* dynamic_shared();
+// Scratch memory of the running thread's warp (wmma emulation): 1024 floats.
+float* warp_scratch();
+// Runs `body` once per thread of every block. Throws wiola::emu::Deadlock or
+// rethrows the first exception a thread raised.
+void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
+                const std::function<void()>& body);
+// Kernels launched so far on this OS thread (tests count launches).
+std::size_t launches();
+
+template <class T>
+std::uint64_t to_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>);
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof v);
+  return b;
+}
+template <class T>
+T from_bits(std::uint64_t b) {
+  T v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+// The object WIOLA_LAUNCH(kernel, grid, block, smem, stream)(args...) builds.
+template <class Kernel>
+struct Launch {
+  const char* name;
+  Kernel kernel;
+  dim3 grid, block;
+  std::size_t shared_bytes;
+  template <class... Args>
+  void operator()(Args&&... args) const {
+    run_kernel(name, grid, block, shared_bytes, [&] { kernel(args...); });
+  }
+};
+template <class Kernel>
+Launch<Kernel> make_launch(const char* name, Kernel k, dim3 g, dim3 b, std::size_t s) {
+  return {name, k, g, b, s};
+}
+
+}  // namespace wiola::emu
+
+#define threadIdx (::wiola::emu::this_thread().thread_idx)
+#define blockIdx (::wiola::emu::this_thread().block_idx)
+#define blockDim (::wiola::emu::this_thread().block_dim)
+#define gridDim (::wiola::emu::this_thread().grid_dim)
+constexpr int warpSize = 32;
+
+inline void __syncthreads() { ::wiola::emu::sync_block(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { ::wiola::emu::warp_exchange(0); }
+
+// ---- warp collectives (full warps) -----------------------------------------
+template <class T>
+T __shfl_sync(unsigned, T v, int src_lane, int width = 32) {
+  const std::uint64_t* all = ::wiola::emu::warp_exchange(::wiola::emu::to_bits(v));
+  const int lane = ::wiola::emu::this_thread().lane;
+  const int base = lane - lane % width;
+  return ::wiola::emu::from_bits<T>(all[base + ((src_lane % width) + width) % width]);
+}
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int lane_mask, int width = 32) {
+  const std::uint64_t* all = ::wiola::emu::warp_exchange(::wiola::emu::to_bits(v));
+  const int lane = ::wiola::emu::this_thread().lane;
+  const int base = lane - lane % width;
+  const int src = base + ((lane % width) ^ lane_mask);
+  return ::wiola::emu::from_bits<T>(src < base + width ? all[src] : all[lane]);
+}
+template <class T>
+T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+  const std::uint64_t* all = ::wiola::emu::warp_exchange(::wiola::emu::to_bits(v));
+  const int lane = ::wiola::emu::this_thread().lane;
+  const int in_seg = lane % width;
+  const int src = in_seg + int(delta) < width ? lane + int(delta) : lane;
+  return ::wiola::emu::from_bits<T>(all[src]);
+}
+template <class T>
+T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+  const std::uint64_t* all = ::wiola::emu::warp_exchange(::wiola::emu::to_bits(v));
+  const int lane = ::wiola::emu::this_thread().lane;
+  const int in_seg = lane % width;
+  const int src = in_seg - int(delta) >= 0 ? lane - int(delta) : lane;
+  return ::wiola::emu::from_bits<T>(all[src]);
+}
+inline unsigned __ballot_sync(unsigned, int pred) {
+  const std::uint64_t* all = ::wiola::emu::warp_exchange(pred ? 1 : 0);
+  unsigned bits = 0;
+  for (int l = 0; l < 32; ++l)
+    if (all[l] & 1) bits |= 1u << l;
+  return bits;
+}
+inline int __any_sync(unsigned m, int pred) { return __ballot_sync(m, pred) != 0; }
+inline int __all_sync(unsigned, int pred) {
+  // Lanes that have exited (or do not exist) do not vote against.
+  const std::uint64_t* all = ::wiola::emu::warp_exchange(pred ? 3 : 2);
+  for (int l = 0; l < 32; ++l)
+    if (all[l] == 2) return 0;
+  return 1;
+}
+
+// ---- atomics: fibers switch only at barriers, so a read-modify-write is atomic
+template <class T>
+T atomicAdd(T* p, T v) {
+  const T old = *p;
+  *p = old + v;
+  return old;
+}
+template <class T>
+T atomicMax(T* p, T v) {
+  const T old = *p;
+  if (v > old) *p = v;
+  return old;
+}
+
+// ---- math intrinsics the host library lacks -----------------------------------
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __saturatef(float x) { return x < 0 ? 0.0f : (x > 1 ? 1.0f : x); }
+
+// ---- bfloat16 --------------------------------------------------------------------
+struct __nv_bfloat16 {
+  std::uint16_t bits = 0;
+};
+inline __nv_bfloat16 __float2bfloat16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return {static_cast<std::uint16_t>((u >> 16) | 0x40)};  // NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
+  return {static_cast<std::uint16_t>(u >> 16)};
+}
+inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
+inline float __bfloat162float(__nv_bfloat16 b) {
+  const std::uint32_t u = std::uint32_t(b.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+#include "cuda_emu_wmma.hpp"

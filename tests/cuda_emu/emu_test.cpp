@@ -1,0 +1,225 @@
+// The emulation of the CUDA execution model against its documented semantics:
+// indices, block barriers, shared memory per block, warp shuffles and votes,
+// partial warps, wmma tiles, bf16 rounding, and what it refuses (deadlocks,
+// bad launch shapes, exceptions inside a kernel).
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "backend/cuda/cuda_compat.hpp"
+
+namespace {
+
+__global__ void write_global_index(int* out) {
+  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int per_block = blockDim.x * blockDim.y * blockDim.z;
+  const int block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  out[block * per_block + tid] = block * per_block + tid;
+}
+
+TEST(cudaEmu, IndicesCoverGridAndBlockInEveryDimension) {
+  const dim3 grid(3, 2, 2), block(5, 4, 2);
+  std::vector<int> out(3 * 2 * 2 * 5 * 4 * 2, -1);
+  WIOLA_LAUNCH(write_global_index, grid, block, 0, 0)(out.data());
+  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], int(i));
+}
+
+// Each thread reads its neighbour's value after a barrier: right only if the
+// barrier really holds every thread until all have written.
+__global__ void rotate_through_shared(const int* in, int* out, int n) {
+  __shared__ int buf[256];
+  const int t = threadIdx.x;
+  buf[t] = in[blockIdx.x * n + t] * 10;
+  __syncthreads();
+  out[blockIdx.x * n + t] = buf[(t + 1) % n];
+}
+
+TEST(cudaEmu, SyncthreadsOrdersWritesBeforeReads) {
+  const int n = 200, blocks = 3;
+  std::vector<int> in(n * blocks), out(n * blocks, 0);
+  std::iota(in.begin(), in.end(), 1);
+  WIOLA_LAUNCH(rotate_through_shared, dim3(blocks), dim3(n), 0, 0)(in.data(), out.data(), n);
+  for (int b = 0; b < blocks; ++b)
+    for (int t = 0; t < n; ++t) ASSERT_EQ(out[b * n + t], in[b * n + (t + 1) % n] * 10);
+}
+
+// A tree reduction in shared memory with a barrier per level, per block.
+__global__ void block_sum(const float* x, float* sums) {
+  __shared__ float s[128];
+  const int t = threadIdx.x;
+  s[t] = x[blockIdx.x * 128 + t];
+  __syncthreads();
+  for (int stride = 64; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) sums[blockIdx.x] = s[0];
+}
+
+TEST(cudaEmu, SharedMemoryBelongsToOneBlock) {
+  std::vector<float> x(4 * 128), sums(4, 0);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 128) + 1000.0f * float(i / 128);
+  WIOLA_LAUNCH(block_sum, dim3(4), dim3(128), 0, 0)(x.data(), sums.data());
+  for (int b = 0; b < 4; ++b) EXPECT_EQ(sums[b], 127.0f * 128 / 2 + 1000.0f * b * 128);
+}
+
+__global__ void warp_ops(const int* in, int* xor_sum, int* down_sum, int* up, int* bcast,
+                         unsigned* ballot) {
+  const int t = threadIdx.x;
+  int v = in[t];
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  xor_sum[t] = v;
+  int d = in[t];
+  for (int off = 16; off > 0; off /= 2) d += __shfl_down_sync(0xffffffffu, d, off);
+  down_sum[t] = d;
+  up[t] = __shfl_up_sync(0xffffffffu, in[t], 1);
+  bcast[t] = __shfl_sync(0xffffffffu, in[t], 5);
+  ballot[t] = __ballot_sync(0xffffffffu, in[t] % 2 == 0);
+}
+
+TEST(cudaEmu, WarpShufflesAndBallotFollowTheirDefinitions) {
+  const int n = 64;  // two warps
+  std::vector<int> in(n), xs(n), ds(n), up(n), bc(n);
+  std::vector<unsigned> ballot(n);
+  for (int i = 0; i < n; ++i) in[i] = i * i % 7;
+  WIOLA_LAUNCH(warp_ops, dim3(1), dim3(n), 0, 0)(in.data(), xs.data(), ds.data(), up.data(),
+                                                  bc.data(), ballot.data());
+  for (int w = 0; w < 2; ++w) {
+    int sum = 0;
+    unsigned even = 0;
+    for (int l = 0; l < 32; ++l) {
+      sum += in[w * 32 + l];
+      if (in[w * 32 + l] % 2 == 0) even |= 1u << l;
+    }
+    for (int l = 0; l < 32; ++l) {
+      const int t = w * 32 + l;
+      EXPECT_EQ(xs[t], sum) << t;
+      if (l == 0) {
+        EXPECT_EQ(ds[t], sum);
+      }
+      EXPECT_EQ(up[t], l == 0 ? in[t] : in[t - 1]) << t;
+      EXPECT_EQ(bc[t], in[w * 32 + 5]) << t;
+      EXPECT_EQ(ballot[t], even) << t;
+    }
+  }
+}
+
+// 40 threads: the second warp has 8 lanes; lanes that do not exist take no part.
+__global__ void partial_warp(unsigned* out) {
+  const int t = threadIdx.x;
+  out[t] = __ballot_sync(0xffffffffu, 1);
+}
+
+TEST(cudaEmu, APartialWarpHasOnlyItsLanes) {
+  std::vector<unsigned> out(40);
+  WIOLA_LAUNCH(partial_warp, dim3(1), dim3(40), 0, 0)(out.data());
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], 0xffffffffu);
+  for (int t = 32; t < 40; ++t) EXPECT_EQ(out[t], 0xffu);
+}
+
+TEST(cudaEmu, ThreadsThatExitEarlyDoNotBlockABarrier) {
+  // A common pattern: out-of-range threads return before the barrier.
+  std::vector<int> in(50), out(50, 0);
+  std::iota(in.begin(), in.end(), 0);
+  auto k = [](const int* a, int* b, int n) {
+    __shared__ int s[64];
+    const int t = threadIdx.x;
+    if (t >= n) return;
+    s[t] = a[t];
+    __syncthreads();
+    b[t] = s[n - 1 - t];
+  };
+  WIOLA_LAUNCH(k, dim3(1), dim3(64), 0, 0)(in.data(), out.data(), 50);
+  for (int t = 0; t < 50; ++t) EXPECT_EQ(out[t], 49 - t);
+}
+
+TEST(cudaEmu, DivergentBarriersAreADeadlock) {
+  auto k = [] {
+    if (threadIdx.x == 0)
+      __shfl_sync(0xffffffffu, 1, 0);
+    else
+      __syncthreads();
+  };
+  try {
+    WIOLA_LAUNCH(k, dim3(2), dim3(64), 0, 0)();
+    FAIL() << "a deadlock went unnoticed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
+  }
+}
+
+TEST(cudaEmu, ExceptionsInsideAKernelReachTheLauncher) {
+  auto k = [] {
+    if (blockIdx.x == 1 && threadIdx.x == 3) throw std::out_of_range("thread (3) of block 1");
+    __syncthreads();
+  };
+  EXPECT_THROW(WIOLA_LAUNCH(k, dim3(2), dim3(8), 0, 0)(), std::out_of_range);
+  // The emulation is usable again afterwards.
+  std::vector<int> out(8);
+  WIOLA_LAUNCH(write_global_index, dim3(1), dim3(8), 0, 0)(out.data());
+  EXPECT_EQ(out[7], 7);
+}
+
+TEST(cudaEmu, BadLaunchShapesAreRefused) {
+  std::vector<int> out(2048);
+  EXPECT_THROW(WIOLA_LAUNCH(write_global_index, dim3(1), dim3(2048), 0, 0)(out.data()),
+               std::invalid_argument);
+}
+
+__global__ void use_dynamic_shared(float* out, int n) {
+  WIOLA_DYNAMIC_SHARED(float, s);
+  s[threadIdx.x] = float(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = s[n - 1 - threadIdx.x];
+}
+
+TEST(cudaEmu, DynamicSharedMemoryHasTheLaunchSize) {
+  std::vector<float> out(96);
+  WIOLA_LAUNCH(use_dynamic_shared, dim3(1), dim3(96), 96 * sizeof(float), 0)(out.data(), 96);
+  for (int t = 0; t < 96; ++t) EXPECT_EQ(out[t], float(95 - t));
+}
+
+__global__ void wmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* c) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.5f);
+  wmma::load_matrix_sync(fa, a, 16);
+  wmma::load_matrix_sync(fb, b, 16);  // b holds Bᵀ row-major = B column-major
+  wmma::mma_sync(acc, fa, fb, acc);
+  for (int i = 0; i < acc.num_elements; ++i) acc.x[i] *= 2.0f;
+  wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
+}
+
+TEST(cudaEmu, WmmaTileProductIsAMatrixProduct) {
+  std::vector<__nv_bfloat16> a(256), bt(256);
+  std::vector<float> af(256), btf(256), c(256);
+  for (int i = 0; i < 256; ++i) {
+    a[i] = __float2bfloat16(float((i * 7) % 11) * 0.25f - 1.0f);
+    bt[i] = __float2bfloat16(float((i * 5) % 13) * 0.125f - 0.5f);
+    af[i] = __bfloat162float(a[i]);
+    btf[i] = __bfloat162float(bt[i]);
+  }
+  WIOLA_LAUNCH(wmma_tile, dim3(1), dim3(32), 0, 0)(a.data(), bt.data(), c.data());
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 16; ++col) {
+      float want = 0.5f;
+      for (int k = 0; k < 16; ++k) want += af[r * 16 + k] * btf[col * 16 + k];
+      EXPECT_FLOAT_EQ(c[r * 16 + col], 2.0f * want) << r << "," << col;
+    }
+}
+
+TEST(cudaEmu, Bfloat16RoundsToNearestEven) {
+  EXPECT_EQ(__bfloat162float(__float2bfloat16(1.0f)), 1.0f);
+  // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties to even (1).
+  EXPECT_EQ(__bfloat162float(__float2bfloat16(1.0f + 1.0f / 256)), 1.0f);
+  // 1 + 3·2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: ties to even (1 + 2^-6).
+  EXPECT_EQ(__bfloat162float(__float2bfloat16(1.0f + 3.0f / 256)), 1.0f + 1.0f / 64);
+  EXPECT_EQ(__bfloat162float(__float2bfloat16(1.0f + 1.5f / 256)), 1.0f + 1.0f / 128);
+  EXPECT_TRUE(std::isnan(__bfloat162float(__float2bfloat16(std::nanf("")))));
+  EXPECT_TRUE(std::isinf(__bfloat162float(__float2bfloat16(INFINITY))));
+}
+
+}  // namespace
