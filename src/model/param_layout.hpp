@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 
 namespace wiola {
 
