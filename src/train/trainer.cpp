@@ -12,6 +12,7 @@
 #include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
 #include "core/error.hpp"
+#include "core/model_fields.hpp"
 #include "io/data_config.hpp"
 #include "io/weights_file.hpp"
 #include "model/flops.hpp"
@@ -61,12 +62,9 @@ struct FaultInjection {
 void load_initial_weights(StageModel& model, const std::string& path, comm::Communicator& world) {
   comm::agree(world, [&] {
     const WeightsFile w = read_weights_file(path);
-    const ModelConfig& a = w.config;
-    const ModelConfig& b = model.config();
-    require(a.d == b.d && a.L == b.L && a.H == b.H && a.Hkv == b.Hkv && a.dA == b.dA &&
-                a.dB == b.dB && a.V == b.V,
-            "--init-weights ", path, ": the file holds ", a.describe(), ", this run is ",
-            b.describe());
+    const std::string diff = model_differences(w.config, model.config(), FieldSet::Shape);
+    require(diff.empty(), "--init-weights ", path, ": the file holds ", w.config.describe(),
+            ", this run is ", model.config().describe(), " (", diff, ")");
     for (const NamedArray& arr : w.arrays)
       if (model.params().has(arr.name)) model.params().set(arr.name, arr.data);
   });
