@@ -9,14 +9,13 @@
 #include "io/h5.hpp"
 #include "io/model_config_io.hpp"
 #include "model/param_layout.hpp"
+#include "model/param_names.hpp"
 
 namespace wiola {
 
-namespace {
+using param_names::is_vector_param;
 
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
+namespace {
 
 h5::Shape file_shape(const std::string& name, std::int64_t rows, std::int64_t cols) {
   if (is_vector_param(name)) return {cols};
@@ -50,10 +49,6 @@ ModelConfig read_config(const h5::File& f) {
 }
 
 }  // namespace
-
-bool is_vector_param(std::string_view name) {
-  return ends_with(name, ".gamma") || ends_with(name, ".delta") || ends_with(name, ".ctx_logit");
-}
 
 void write_weights_file(const std::string& path, const ModelConfig& config,
                         const std::vector<NamedArray>& arrays, DType file_dtype) {

@@ -30,7 +30,7 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
   for (auto& b : layer_buckets_) b.begin = b.end = -1;
   for (const ParamSpec& p : layout.entries()) {
     if (p.name.rfind("layers.", 0) == 0) {
-      Bucket& b = layer_buckets_[std::stoi(p.name.substr(7)) - spec.first_layer];
+      Bucket& b = layer_buckets_[p.layer - spec.first_layer];
       if (b.begin < 0) b.begin = p.offset;
       b.end = p.offset + p.numel();
     } else if (!other_buckets_.empty() && other_buckets_.back().end == p.offset) {
