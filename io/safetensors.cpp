@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "io/checkpoint_manifest.hpp"
 #include "io/model_config_io.hpp"
 

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
 #include "core/model_options.hpp"
+#include "core/text.hpp"
 #include "io/data_sources.hpp"
 
 #ifndef WIOLA_EMBEDDED_TRAIN
@@ -89,14 +90,12 @@ void TrainOptions::validate() const {
 
 namespace {
 
-std::vector<std::string> split_list(const std::vector<std::string>& items) {
+// Repeated and comma-separated file lists, empty items left out.
+std::vector<std::string> file_list(const std::vector<std::string>& items) {
   std::vector<std::string> out;
-  for (const auto& item : items) {
-    std::stringstream ss(item);
-    std::string part;
-    while (std::getline(ss, part, ','))
-      if (!part.empty()) out.push_back(part);
-  }
+  for (const auto& item : items)
+    for (std::string& part : split_list(item))
+      if (!part.empty()) out.push_back(std::move(part));
   return out;
 }
 
@@ -246,8 +245,8 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   apply_model_options(vm, o.model);
   o.vocab_explicit = vm.count("vocab") > 0;
   o.dtype = parse_dtype(dtype_name);
-  o.train_files = split_list(train_files);
-  o.val_files = split_list(val_files);
+  o.train_files = file_list(train_files);
+  o.val_files = file_list(val_files);
   if (o.train_files.empty()) o.train_files = {default_train_file()};
   if (!data_weights_text.empty()) o.data_weights = parse_weight_list(data_weights_text, "--data-weights");
   if (o.val_files.empty() && !vm.count("train-data") && o.val_fraction == 0)

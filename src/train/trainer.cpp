@@ -13,6 +13,7 @@
 #include "comm/process_grid.hpp"
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
+#include "core/text.hpp"
 #include "io/data_config.hpp"
 #include "io/weights_file.hpp"
 #include "model/flops.hpp"
@@ -32,16 +33,6 @@ namespace wiola {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string clock_text(double seconds) {
-  const long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
-}
 
 // Test hook: WIOLA_FAULT_INJECT="rank=R,step=S" makes world rank R exit
 // abruptly (status 7, no MPI shutdown) at the first backward of step S, so
@@ -318,8 +309,8 @@ TrainSummary train(const TrainOptions& options, comm::Communicator& world,
                     "GFLOP/s %6.2f | elapsed %s | eta %s\n",
                     static_cast<long long>(step), static_cast<long long>(total_steps),
                     window_loss / window_steps, lr.at(step), info.grad_norm, tps,
-                    tps * training_flops_per_token(cfg) / 1e9, clock_text(elapsed).c_str(),
-                    clock_text(eta).c_str());
+                    tps * training_flops_per_token(cfg) / 1e9, duration_text(elapsed).c_str(),
+                    duration_text(eta).c_str());
       say(buf);
       t_window = Clock::now();
       window_loss = window_tokens = 0;

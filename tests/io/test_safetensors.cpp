@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model_fields.hpp"
-#include "io/checkpoint_manifest.hpp"
+#include "core/text.hpp"
 #include "io/safetensors.hpp"
 #include "io_test_util.hpp"
 

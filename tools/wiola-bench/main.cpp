@@ -20,6 +20,7 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "model/flops.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/trainer.hpp"
@@ -108,9 +109,7 @@ int bench_pipeline(int argc, const char* const* argv, comm::Communicator& world,
   if (world.rank() == 0)
     std::printf("pipeline of %d stage(s), %s, micro-batch %d, %d steps (first excluded)\n", P,
                 preset_name.c_str(), micro_batch, steps);
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  for (const std::string& item : split_list(list)) {
     const int m = std::stoi(item);
     TrainOptions o = base_options(preset_name, micro_batch, steps);
     o.pp = P;
