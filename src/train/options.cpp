@@ -1,11 +1,11 @@
 #include "train/options.hpp"
 
 #include <boost/program_options.hpp>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/ini.hpp"
 #include "core/model_fields.hpp"
 #include "core/model_options.hpp"
 #include "core/text.hpp"
@@ -218,23 +218,12 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
           << all << "\n";
       return std::nullopt;
     }
-    if (ini_text) {
-      std::istringstream in(*ini_text);
-      try {
-        po::store(po::parse_config_file(in, all), vm);
-      } catch (const po::error& e) {
-        fail("recorded configuration: ", e.what());
-      }
-    }
+    if (ini_text) store_ini(*ini_text, "recorded configuration", all, vm);
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
-      std::ifstream in(path);
-      require(in.good(), "--config: cannot read '", path, "'");
-      try {
-        po::store(po::parse_config_file(in, all), vm);
-      } catch (const po::error& e) {
-        fail("--config ", path, ": ", e.what());
-      }
+      const std::optional<std::string> text = try_read_text_file(path);
+      require(text.has_value(), "--config: cannot read '", path, "'");
+      store_ini(*text, "--config " + path, all, vm);
     }
     po::notify(vm);
   } catch (const po::error& e) {

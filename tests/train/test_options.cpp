@@ -87,6 +87,34 @@ TEST(Options, RecordedConfigurationReadsBack) {
   EXPECT_EQ(to_ini(back), to_ini(o));
 }
 
+TEST(Options, ConfigFileDialect) {
+  const std::string path = ::testing::TempDir() + "wiola_options_dialect.ini";
+  auto write = [&](const std::string& text) {
+    std::ofstream f(path);
+    f << text;
+  };
+  write("; a comment\n# another\npreset = wiola-small\n");
+  EXPECT_EQ(parse({"--config", path}).model.d, 128);
+  auto error = [&](const std::string& text) -> std::string {
+    write(text);
+    try {
+      parse({"--config", path});
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Before, this read the preset 'wiola-small ; the small one'.
+  const std::string inline_comment = error("preset = wiola-small ; the small one\n");
+  EXPECT_NE(inline_comment.find("--config " + path + ":1: option 'preset'"), std::string::npos)
+      << inline_comment;
+  const std::string section = error("[model]\npreset = wiola-small\n");
+  EXPECT_NE(section.find(path + ":1: section headers"), std::string::npos) << section;
+  const std::string unknown = error("preset = wiola-small\n\nwarp = 9\n");
+  EXPECT_NE(unknown.find(path + ":3: unrecognised option 'warp'"), std::string::npos) << unknown;
+  std::remove(path.c_str());
+}
+
 TEST(Options, ChinchillaBudgetUsesTheExactCount) {
   TrainOptions o = parse({"--preset", "wiola-1.5b", "--train-tokens", "chinchilla",
                           "--global-batch", "512", "--micro-batch", "1"});
