@@ -4,6 +4,8 @@ find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Boost REQUIRED COMPONENTS program_options)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
+# CRC-32 of checkpoint files (zlib1g-dev).
+find_package(ZLIB REQUIRED)
 # The data tools: NFC normalisation and character classes for the BPE tokenizer
 # (libicu-dev), and JSON-lines input (nlohmann-json3-dev, header-only).
 find_package(ICU REQUIRED COMPONENTS uc data)

@@ -11,7 +11,7 @@ void AccessPredictor::set_pattern(std::int64_t period, std::int64_t offset, std:
   period_ = period;
   span_ = span;
   offset_ = offset % period;
-  known_ = told_ = true;
+  told_ = true;
 }
 
 void AccessPredictor::observe(std::int64_t first, int count) {
@@ -20,17 +20,6 @@ void AccessPredictor::observe(std::int64_t first, int count) {
     const std::int64_t rel = first - offset_;
     const std::int64_t s = rel >= 0 ? rel / period_ : -((-rel + period_ - 1) / period_);
     run_start_ = s * period_ + offset_;
-  } else if (last_first_ < 0) {
-    run_start_ = first;
-  } else if (first != last_first_ + last_count_) {
-    const std::int64_t span = last_first_ + last_count_ - run_start_;
-    const std::int64_t period = first - run_start_;
-    if (span > 0 && period > span) {
-      span_ = span;
-      period_ = period;
-      known_ = true;
-    }
-    run_start_ = first;
   }
   last_first_ = first;
   last_count_ = count;
@@ -41,7 +30,7 @@ std::vector<std::int64_t> AccessPredictor::predict(int n) const {
   if (last_first_ < 0 || last_count_ <= 0) return out;
   std::int64_t run = run_start_, next = last_first_ + last_count_;
   for (int i = 0; i < n; ++i) {
-    if (known_ && next - run >= span_) {
+    if (told_ && next - run >= span_) {
       run += period_;
       next = run;
     }

@@ -3,9 +3,9 @@
 // ahead (prefetcher.hpp). A data-parallel rank reads, per step, a contiguous
 // run of `span` samples at the same offset of every `period` samples (train:
 // span = global batch / dp, period = global batch; evaluation: one
-// micro-batch every dp micro-batches). The predictor assumes contiguous reads
-// until it sees a forward jump, then learns span and period from it; or it is
-// told the pattern. A wrong guess only costs a read.
+// micro-batch every dp micro-batches); the trainer tells the predictor that
+// pattern (BatchFeed::set_access_pattern). Untold, it assumes contiguous
+// reads. A wrong guess only costs a read.
 #include <cstdint>
 #include <vector>
 
@@ -19,16 +19,13 @@ class AccessPredictor {
   // The reader takes samples [s*period + offset, s*period + offset + span) for
   // s = 0, 1, ...; 0 < span <= period.
   void set_pattern(std::int64_t period, std::int64_t offset, std::int64_t span);
-  bool knows_pattern() const { return known_; }
-  std::int64_t span() const { return span_; }
-  std::int64_t period() const { return period_; }
 
  private:
   std::int64_t last_first_ = -1;
   int last_count_ = 0;
-  std::int64_t run_start_ = 0;  // first sample of the current run
+  std::int64_t run_start_ = 0;  // first sample of the current run (told pattern)
   std::int64_t span_ = 0, period_ = 0, offset_ = 0;
-  bool known_ = false, told_ = false;
+  bool told_ = false;
 };
 
 }  // namespace wiola

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -148,14 +147,6 @@ void write_text_file_atomic(const std::string& path, const std::string& text) {
     require(synced, tmp, ": fsync failed");
   }
   require(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp, " into place");
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), path, ": cannot be read");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
 }
 
 }  // namespace wiola

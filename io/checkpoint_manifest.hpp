@@ -51,6 +51,5 @@ struct CheckpointManifest {
 };
 
 void write_text_file_atomic(const std::string& path, const std::string& text);
-std::string read_text_file(const std::string& path);
 
 }  // namespace wiola

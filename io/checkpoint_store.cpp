@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "io/checksum.hpp"
 
 namespace fs = std::filesystem;

@@ -1,6 +1,7 @@
 #include "io/checksum.hpp"
 
-#include <array>
+#include <zlib.h>
+
 #include <fstream>
 #include <vector>
 
@@ -8,26 +9,11 @@
 
 namespace wiola {
 
-namespace {
-
-std::array<std::uint32_t, 256> make_table() {
-  std::array<std::uint32_t, 256> t{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-
-}  // namespace
-
 std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t bytes) {
-  static const std::array<std::uint32_t, 256> table = make_table();
-  const auto* p = static_cast<const unsigned char*>(data);
-  crc = ~crc;
-  for (std::size_t i = 0; i < bytes; ++i) crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-  return ~crc;
+  // zlib's crc32 of no data is its initial value, not `crc`: keep a running value.
+  if (bytes == 0) return crc;
+  return static_cast<std::uint32_t>(
+      ::crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(bytes)));
 }
 
 std::uint32_t crc32_file(const std::string& path, std::uint64_t* bytes) {

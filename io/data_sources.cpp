@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace wiola {
 
@@ -97,9 +98,7 @@ std::vector<std::string> DataSources::all_files() const {
 
 std::vector<double> parse_weight_list(const std::string& text, const std::string& what) {
   std::vector<double> out;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
+  for (const std::string& part : split_list(text)) {
     const auto w = parse_weight(part);
     require(w.has_value(), what, ": weight '", part, "' is not a number > 0");
     out.push_back(*w);

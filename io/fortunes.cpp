@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/text.hpp"
 
 namespace wiola {
 
@@ -18,14 +17,6 @@ constexpr const char* kInstallHint = "install the 'fortunes' package (tools/inst
 
 bool blank(const std::string& s) {
   return s.find_first_not_of(" \t\r\n\f\v") == std::string::npos;
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  require(in.good(), p.string(), ": cannot read the file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
 }
 
 }  // namespace
@@ -78,7 +69,7 @@ std::vector<std::string> read_fortune_documents(const std::string& dir) {
             });
   std::vector<std::string> docs;
   for (const auto& f : files) {
-    auto part = split_fortunes(read_text(f));
+    auto part = split_fortunes(read_text_file(f.string()));
     std::move(part.begin(), part.end(), std::back_inserter(docs));
   }
   require(!docs.empty(), dir, ": no fortune documents found; ", kInstallHint);

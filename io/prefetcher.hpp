@@ -71,7 +71,7 @@ class Prefetcher {
     return std::move(*value);
   }
 
-  // Tell the access pattern instead of letting the predictor learn it.
+  // Tell the access pattern (else the predictor assumes contiguous reads).
   void set_pattern(std::int64_t period, std::int64_t offset, std::int64_t span) {
     std::lock_guard<std::mutex> lock(m_);
     predictor_.set_pattern(period, offset, span);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "core/text.hpp"
+
 namespace wiola {
 
 using Clock = std::chrono::steady_clock;
@@ -46,16 +48,6 @@ std::string Progress::bytes_text(double b) {
   }
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
-
-std::string Progress::duration_text(double secs) {
-  const auto s = static_cast<long long>(secs + 0.5);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
   return buf;
 }
 

@@ -23,8 +23,7 @@ class Progress {
   void finish(std::int64_t done_bytes, const std::string& extra = "");
   double seconds() const;
 
-  static std::string bytes_text(double bytes);     // "12.3 MB"
-  static std::string duration_text(double secs);  // "1:02:03" / "4:05"
+  static std::string bytes_text(double bytes);  // "12.3 MB"
 
  private:
   std::string line(std::int64_t done, const std::string& extra) const;

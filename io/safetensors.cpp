@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "io/checkpoint_manifest.hpp"
+#include "io/model_config_io.hpp"
 
 namespace wiola {
 
@@ -165,30 +167,9 @@ void write_hf_config(const std::string& path, const ModelConfig& c,
   j["architectures"] = {"WiolaForCausalLM"};
   j["torch_dtype"] = dtype == DType::F64 ? "float64" : "float32";
   j["tie_word_embeddings"] = true;
-  j["d"] = c.d;
-  j["L"] = c.L;
-  j["H"] = c.H;
-  j["Hkv"] = c.Hkv;
-  j["dA"] = c.dA;
-  j["dB"] = c.dB;
-  j["V"] = c.V;
-  j["T"] = c.T;
-  j["theta0"] = c.theta0;
-  j["k_s"] = c.k_s;
-  j["a_s"] = c.a_s;
-  j["f_s"] = c.f_s;
-  j["tau"] = c.tau;
-  j["Lambda"] = c.Lambda;
-  j["eps"] = c.eps;
-  j["summary"] = std::string(summary_mode_name(c.summary));
-  j["atm"] = std::string(atm_mode_name(c.atm));
-  // The usual Hugging Face names too, for tools that look for them.
-  j["hidden_size"] = c.d;
-  j["num_hidden_layers"] = c.L;
-  j["num_attention_heads"] = c.H;
-  j["num_key_value_heads"] = c.Hkv;
-  j["vocab_size"] = c.V;
-  j["max_position_embeddings"] = c.T;
+  // The fields under their own names and, where there is one, the usual
+  // Hugging Face name too, for tools that look for it.
+  write_model_json(j, c);
   j["canonical_names"] = names;
   write_text_file_atomic(path, j.dump(2) + "\n");
 }
@@ -203,25 +184,8 @@ ModelConfig read_hf_config(const std::string& path) {
   require(j.is_object() && j.value("model_type", "") == "wiola", path,
           ": model_type is not \"wiola\"");
   ModelConfig c;
-  c.preset = "safetensors";
   try {
-    c.d = j.at("d");
-    c.L = j.at("L");
-    c.H = j.at("H");
-    c.Hkv = j.at("Hkv");
-    c.dA = j.at("dA");
-    c.dB = j.at("dB");
-    c.V = j.at("V");
-    c.T = j.at("T");
-    c.theta0 = j.at("theta0");
-    c.k_s = j.at("k_s");
-    c.a_s = j.at("a_s");
-    c.f_s = j.at("f_s");
-    c.tau = j.at("tau");
-    c.Lambda = j.at("Lambda");
-    c.eps = j.at("eps");
-    c.summary = parse_summary_mode(j.at("summary").get<std::string>());
-    c.atm = parse_atm_mode(j.at("atm").get<std::string>());
+    c = read_model_json(j);
   } catch (const json::exception& e) {
     fail(path, ": ", e.what());
   }

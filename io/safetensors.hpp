@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 
 namespace wiola {
 

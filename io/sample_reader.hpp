@@ -15,9 +15,7 @@ class SampleReader {
                std::int64_t mix_block = kDefaultMixBlock);
 
   const TokenDataset& dataset() const { return data_; }
-  const MixtureOrder& order() const { return order_; }
   int seq_len() const { return data_.seq_len(); }
-  std::int64_t window_of(std::int64_t sample) const { return order_.window(sample); }
   // Samples [first, first + count): count rows of seq_len + 1 tokens.
   std::vector<std::int32_t> read(std::int64_t first, int count) const;
 

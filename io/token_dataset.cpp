@@ -37,7 +37,7 @@ TokenDataset::TokenDataset(const DatasetSpec& spec, int seq_len)
     require(spec.heldout.fraction > 0 && spec.heldout.fraction < 1,
             "token dataset: the held-out fraction ", spec.heldout.fraction, " must be in (0, 1)");
   for (const auto& c : spec.sources.components) {
-    Component comp{c.name, c.weight, num_windows_, 0};
+    Component comp{c.weight, num_windows_, 0};
     for (const auto& path : c.files) open_file(path, spec);
     comp.windows = num_windows_ - comp.first_window;
     require(comp.windows > 0, "dataset '", c.name, "': its held-out documents (fraction ",

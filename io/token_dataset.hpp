@@ -55,12 +55,9 @@ class TokenDataset {
   DataSplit split() const { return split_; }
   std::size_t num_files() const { return files_.size(); }
   const std::string& file_path(std::size_t i) const { return files_.at(i).path; }
-  std::int64_t file_windows(std::size_t i) const { return files_.at(i).windows; }
-  std::int64_t file_view_tokens(std::size_t i) const { return files_.at(i).view_tokens; }
 
   bool weighted() const { return weighted_; }
   std::size_t num_components() const { return components_.size(); }
-  const std::string& component_name(std::size_t c) const { return components_.at(c).name; }
   double component_weight(std::size_t c) const { return components_.at(c).weight; }
   std::int64_t component_first_window(std::size_t c) const { return components_.at(c).first_window; }
   std::int64_t component_windows(std::size_t c) const { return components_.at(c).windows; }
@@ -89,7 +86,6 @@ class TokenDataset {
     std::int64_t windows = 0;
   };
   struct Component {
-    std::string name;
     double weight = 1;
     std::int64_t first_window = 0, windows = 0;
   };

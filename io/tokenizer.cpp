@@ -1,10 +1,9 @@
 #include "io/tokenizer.hpp"
 
-#include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/text.hpp"
 #include "io/bpe_tokenizer.hpp"
 #include "io/byte_tokenizer.hpp"
 
@@ -19,11 +18,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(std::string_view name) {
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), path, ": cannot read the tokenizer file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return tokenizer_from_model_text(os.str(), path);
+  return tokenizer_from_model_text(read_text_file(path, "the tokenizer file"), path);
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_model_text(std::string_view text,

@@ -7,15 +7,15 @@
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "io/model_config_io.hpp"
 #include "model/param_layout.hpp"
+#include "model/param_names.hpp"
 
 namespace wiola {
 
-namespace {
+using param_names::is_vector_param;
 
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
+namespace {
 
 h5::Shape file_shape(const std::string& name, std::int64_t rows, std::int64_t cols) {
   if (is_vector_param(name)) return {cols};
@@ -30,23 +30,7 @@ std::string shape_text(const h5::Shape& s) {
 
 void write_config(h5::File& f, const ModelConfig& c) {
   f.write_attr_string("format", kWeightsFormat);
-  const std::pair<const char*, int> ints[] = {{"d", c.d},   {"L", c.L},   {"H", c.H},
-                                              {"Hkv", c.Hkv}, {"dA", c.dA}, {"dB", c.dB},
-                                              {"V", c.V},   {"T", c.T},   {"Lambda", c.Lambda}};
-  for (const auto& [name, v] : ints) f.write_attr_int(name, v);
-  const std::pair<const char*, double> reals[] = {{"theta0", c.theta0}, {"k_s", c.k_s},
-                                                  {"a_s", c.a_s},       {"f_s", c.f_s},
-                                                  {"tau", c.tau},       {"eps", c.eps}};
-  for (const auto& [name, v] : reals) f.write_attr_double(name, v);
-  f.write_attr_string("summary", std::string(summary_mode_name(c.summary)));
-  f.write_attr_string("atm", std::string(atm_mode_name(c.atm)));
-}
-
-int read_int(const h5::File& f, const char* name) {
-  const std::int64_t v = f.read_attr_int(name);
-  require(v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max(), f.path(),
-          ": attribute '", name, "' = ", v, " is out of range");
-  return static_cast<int>(v);
+  write_model_attrs(f, c);
 }
 
 ModelConfig read_config(const h5::File& f) {
@@ -55,26 +39,8 @@ ModelConfig read_config(const h5::File& f) {
     require(format == kWeightsFormat, f.path(), ": not a wiola weights file (attribute 'format' is '",
             format, "', expected '", kWeightsFormat, "')");
   }
-  ModelConfig c;
-  c.preset = "file";
-  c.d = read_int(f, "d");
-  c.L = read_int(f, "L");
-  c.H = read_int(f, "H");
-  c.Hkv = read_int(f, "Hkv");
-  c.dA = read_int(f, "dA");
-  c.dB = read_int(f, "dB");
-  c.V = read_int(f, "V");
-  c.T = read_int(f, "T");
-  c.Lambda = read_int(f, "Lambda");
-  c.theta0 = f.read_attr_double("theta0");
-  c.k_s = f.read_attr_double("k_s");
-  c.a_s = f.read_attr_double("a_s");
-  c.f_s = f.read_attr_double("f_s");
-  c.tau = f.read_attr_double("tau");
-  c.eps = f.read_attr_double("eps");
+  ModelConfig c = read_model_attrs(f);
   try {
-    c.summary = parse_summary_mode(f.read_attr_string("summary"));
-    c.atm = parse_atm_mode(f.read_attr_string("atm"));
     c.validate();
   } catch (const Error& e) {
     fail(f.path(), ": ", e.what());
@@ -83,10 +49,6 @@ ModelConfig read_config(const h5::File& f) {
 }
 
 }  // namespace
-
-bool is_vector_param(std::string_view name) {
-  return ends_with(name, ".gamma") || ends_with(name, ".delta") || ends_with(name, ".ctx_logit");
-}
 
 void write_weights_file(const std::string& path, const ModelConfig& config,
                         const std::vector<NamedArray>& arrays, DType file_dtype) {

@@ -5,11 +5,10 @@
 // Written by `wiola-train --export-weights`, read by `wiola-dump`.
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 
 namespace wiola {
 
@@ -21,9 +20,6 @@ struct NamedArray {
   std::int64_t cols = 0;
   std::vector<double> data;  // row-major, rows * cols
 };
-
-// Parameters stored 1-D: names ending in .gamma, .delta or .ctx_logit.
-bool is_vector_param(std::string_view name);
 
 // Writes atomically (temp name, then rename). file_dtype is F32 or F64.
 void write_weights_file(const std::string& path, const ModelConfig& config,

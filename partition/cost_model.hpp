@@ -12,7 +12,7 @@
 // holds at once under 1F1B (pp - stage).
 #include <cstdint>
 
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 #include "model/param_layout.hpp"
 
 namespace wiola {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace wiola {
 
@@ -72,13 +73,9 @@ std::vector<StageSpec> partition_layers(const ModelConfig& c, int pp, const Cost
 std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp) {
   check_pp(c, pp);
   std::vector<int> counts;
-  std::size_t pos = 0;
-  for (int entry = 1;; ++entry) {
-    const std::size_t comma = spec.find(',', pos);
-    std::string item =
-        spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+  int entry = 0;
+  for (const std::string& item : split_list(spec)) {
+    ++entry;
     int v = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     require(!item.empty() && ec == std::errc() && ptr == item.data() + item.size(),
@@ -86,8 +83,6 @@ std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelCo
     require(v > 0, "--stage-layers '", spec, "': entry ", entry, " is ", v,
             "; every stage needs at least one layer");
     counts.push_back(v);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
   }
   require(static_cast<int>(counts.size()) == pp, "--stage-layers '", spec, "' has ", counts.size(),
           " entries but --pp is ", pp);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds in build-tests/
 # (Release, warnings as errors) and runs every test with CTest, then builds
-# the op and model suites with AddressSanitizer + UndefinedBehaviorSanitizer
+# the core, op, model and io suites with AddressSanitizer + UndefinedBehaviorSanitizer
 # in build-asan/ and runs them again there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,5 +15,5 @@ ctest --test-dir "$build" --output-on-failure -j "$jobs"
 
 asan=${WIOLA_ASAN_BUILD_DIR:-$root/build-asan}
 cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIOLA_SANITIZE=ON -DWIOLA_WERROR=ON >/dev/null
-cmake --build "$asan" -j "$jobs" --target wiola_test_ops wiola_test_model wiola_test_io
-ctest --test-dir "$asan" --output-on-failure -j "$jobs" -R '^(ops|model|io)\.' 
+cmake --build "$asan" -j "$jobs" --target wiola_test_core wiola_test_ops wiola_test_model wiola_test_io
+ctest --test-dir "$asan" --output-on-failure -j "$jobs" -R '^(core|ops|model|io)\.' 

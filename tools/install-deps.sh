@@ -12,6 +12,7 @@ packages=(
   libopenblas-openmp-dev                 # CPU GEMM (OpenMP build: one thread pool with ours)
   libicu-dev                             # NFC normalisation and character classes (BPE tokenizer)
   nlohmann-json3-dev                     # JSON-lines input of wiola-data encode
+  zlib1g-dev                             # CRC-32 of checkpoint files
   fortunes                               # text of the embedded default dataset
 )
 

@@ -17,11 +17,10 @@
 #include <span>
 #include <string>
 
+#include "core/model_config.hpp"  // SummaryMode
 #include "core/tensor.hpp"
 
 namespace wiola {
-
-enum class SummaryMode : std::uint8_t { Causal, Sequence };
 
 // Shapes of one attention call. Q, O have `batch * seq` rows in blocks of `seq`
 // rows per sequence; K and V likewise. Rows past a sequence's valid count are

@@ -6,7 +6,7 @@
 // (ATM's savings are not subtracted: these are "model FLOPs"). Causal
 // self-attention counts only the keys a query can see, (T+1)/2 on average.
 // Training = forward + backward = 3 x forward.
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 
 namespace wiola {
 

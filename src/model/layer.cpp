@@ -1,6 +1,7 @@
 #include "model/layer.hpp"
 
 #include "core/error.hpp"
+#include "model/param_names.hpp"
 
 namespace wiola {
 
@@ -13,29 +14,30 @@ Tensor upload_i32(Backend& be, const std::vector<std::int32_t>& host) {
 }
 
 LayerWeights views(const ParamStore& store, int layer, bool grads) {
-  auto get = [&](const char* role) {
-    const std::string name = layer_param(layer, role);
+  namespace role = param_names::role;
+  auto get = [&](const char* r) {
+    const std::string name = param_names::layer_param(layer, r);
     return grads ? store.grad(name) : store.param(name);
   };
   LayerWeights w;
-  w.attn_gamma = get("attn_norm.gamma");
-  w.attn_delta = get("attn_norm.delta");
-  w.wq = get("attn.q_proj.weight");
-  w.wk = get("attn.k_proj.weight");
-  w.wv = get("attn.v_proj.weight");
-  w.wck = get("attn.ctx_k_proj.weight");
-  w.wcv = get("attn.ctx_v_proj.weight");
-  w.wgate = get("attn.gate_proj.weight");
-  w.wo = get("attn.o_proj.weight");
-  w.phi = get("attn.ctx_logit");
-  w.ffn_gamma = get("ffn_norm.gamma");
-  w.ffn_delta = get("ffn_norm.delta");
-  w.a_gate = get("ffn.a_gate.weight");
-  w.a_up = get("ffn.a_up.weight");
-  w.a_down = get("ffn.a_down.weight");
-  w.b_up = get("ffn.b_up.weight");
-  w.b_down = get("ffn.b_down.weight");
-  w.fuse = get("ffn.fuse.weight");
+  w.attn_gamma = get(role::kAttnNormGamma);
+  w.attn_delta = get(role::kAttnNormDelta);
+  w.wq = get(role::kQProj);
+  w.wk = get(role::kKProj);
+  w.wv = get(role::kVProj);
+  w.wck = get(role::kCtxKProj);
+  w.wcv = get(role::kCtxVProj);
+  w.wgate = get(role::kGateProj);
+  w.wo = get(role::kOProj);
+  w.phi = get(role::kCtxLogit);
+  w.ffn_gamma = get(role::kFfnNormGamma);
+  w.ffn_delta = get(role::kFfnNormDelta);
+  w.a_gate = get(role::kAGate);
+  w.a_up = get(role::kAUp);
+  w.a_down = get(role::kADown);
+  w.b_up = get(role::kBUp);
+  w.b_down = get(role::kBDown);
+  w.fuse = get(role::kFuse);
   return w;
 }
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 #include "model/param_store.hpp"
 #include "model/token_plan.hpp"
 

@@ -7,14 +7,11 @@
 
 namespace wiola {
 
-std::string layer_param(int layer, const char* role) {
-  return "layers." + std::to_string(layer) + "." + role;
-}
-
-void ParamLayout::add(std::string name, std::int64_t rows, std::int64_t cols, bool decay,
-                      InitKind init, double value) {
+void ParamLayout::add(std::string name, int layer, std::int64_t rows, std::int64_t cols,
+                      bool decay, InitKind init, double value) {
   ParamSpec p;
   p.name = std::move(name);
+  p.layer = layer;
   p.rows = rows;
   p.cols = cols;
   p.offset = total_;
@@ -34,31 +31,34 @@ ParamLayout::ParamLayout(const ModelConfig& c, const StageSpec& s) {
   const double std_in = c.init_std, std_out = c.init_std / std::sqrt(2.0 * c.L);
   const auto normal = InitKind::Normal;
   const auto constant = InitKind::Constant;
-  if (s.embed || s.head) add("embed.weight", c.V, d, true, normal, std_in);
+  namespace names = param_names;
+  namespace role = param_names::role;
+  if (s.embed || s.head) add(names::kEmbed, -1, c.V, d, true, normal, std_in);
   for (int l = s.first_layer; l < s.end_layer; ++l) {
-    auto n = [l](const char* role) { return layer_param(l, role); };
-    add(n("attn_norm.gamma"), 1, d, false, constant, 1.0);
-    add(n("attn_norm.delta"), 1, d, false, constant, 0.0);
-    add(n("attn.q_proj.weight"), hd, d, true, normal, std_in);
-    add(n("attn.k_proj.weight"), kvd, d, true, normal, std_in);
-    add(n("attn.v_proj.weight"), kvd, d, true, normal, std_in);
-    add(n("attn.ctx_k_proj.weight"), kvd, d, true, normal, std_in);
-    add(n("attn.ctx_v_proj.weight"), kvd, d, true, normal, std_in);
-    add(n("attn.gate_proj.weight"), hd, d, true, normal, std_in);
-    add(n("attn.o_proj.weight"), d, hd, true, normal, std_out);
-    add(n("attn.ctx_logit"), 1, 1, false, constant, -3.0);
-    add(n("ffn_norm.gamma"), 1, d, false, constant, 1.0);
-    add(n("ffn_norm.delta"), 1, d, false, constant, 0.0);
-    add(n("ffn.a_gate.weight"), c.dA, d, true, normal, std_in);
-    add(n("ffn.a_up.weight"), c.dA, d, true, normal, std_in);
-    add(n("ffn.a_down.weight"), d, c.dA, true, normal, std_out);
-    add(n("ffn.b_up.weight"), c.dB, d, true, normal, std_in);
-    add(n("ffn.b_down.weight"), d, c.dB, true, normal, std_out);
-    add(n("ffn.fuse.weight"), d, 2 * d, true, normal, std_in);
+    auto n = [&](const char* r, std::int64_t rows, std::int64_t cols, bool decay, InitKind init,
+                 double value) { add(names::layer_param(l, r), l, rows, cols, decay, init, value); };
+    n(role::kAttnNormGamma, 1, d, false, constant, 1.0);
+    n(role::kAttnNormDelta, 1, d, false, constant, 0.0);
+    n(role::kQProj, hd, d, true, normal, std_in);
+    n(role::kKProj, kvd, d, true, normal, std_in);
+    n(role::kVProj, kvd, d, true, normal, std_in);
+    n(role::kCtxKProj, kvd, d, true, normal, std_in);
+    n(role::kCtxVProj, kvd, d, true, normal, std_in);
+    n(role::kGateProj, hd, d, true, normal, std_in);
+    n(role::kOProj, d, hd, true, normal, std_out);
+    n(role::kCtxLogit, 1, 1, false, constant, -3.0);
+    n(role::kFfnNormGamma, 1, d, false, constant, 1.0);
+    n(role::kFfnNormDelta, 1, d, false, constant, 0.0);
+    n(role::kAGate, c.dA, d, true, normal, std_in);
+    n(role::kAUp, c.dA, d, true, normal, std_in);
+    n(role::kADown, d, c.dA, true, normal, std_out);
+    n(role::kBUp, c.dB, d, true, normal, std_in);
+    n(role::kBDown, d, c.dB, true, normal, std_out);
+    n(role::kFuse, d, 2 * d, true, normal, std_in);
   }
   if (s.head) {
-    add("final_norm.gamma", 1, d, false, constant, 1.0);
-    add("final_norm.delta", 1, d, false, constant, 0.0);
+    add(names::kFinalNormGamma, -1, 1, d, false, constant, 1.0);
+    add(names::kFinalNormDelta, -1, 1, d, false, constant, 0.0);
   }
 }
 

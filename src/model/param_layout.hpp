@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "model/config.hpp"
+#include "core/model_config.hpp"
+#include "model/param_names.hpp"
 
 namespace wiola {
 
@@ -24,7 +25,8 @@ struct StageSpec {
 enum class InitKind : std::uint8_t { Normal, Constant };
 
 struct ParamSpec {
-  std::string name;       // canonical name, e.g. "layers.3.attn.q_proj.weight"
+  std::string name;       // canonical name (param_names.hpp), e.g. "layers.3.attn.q_proj.weight"
+  int layer = -1;         // the layer it belongs to; -1 for the embedding and the final norm
   std::int64_t rows = 0;  // [out, in] for matrices; [1, n] for vectors
   std::int64_t cols = 0;
   std::int64_t offset = 0;  // element offset in the flat buffer
@@ -45,14 +47,11 @@ class ParamLayout {
   const ParamSpec& find(const std::string& name) const;  // throws naming the parameter
 
  private:
-  void add(std::string name, std::int64_t rows, std::int64_t cols, bool decay, InitKind init,
-           double value);
+  void add(std::string name, int layer, std::int64_t rows, std::int64_t cols, bool decay,
+           InitKind init, double value);
   std::vector<ParamSpec> entries_;
   std::int64_t total_ = 0;
 };
-
-// Names of one layer's parameters, by role, so model code never spells strings.
-std::string layer_param(int layer, const char* role);  // ("attn.q_proj.weight") -> full name
 
 // Fills `host` (length layout.total()) with the initial values: each element a
 // pure function of (seed, parameter name, element index).

@@ -14,14 +14,12 @@ std::string describe_param_counts(const ModelConfig& c) {
   std::map<std::string, std::int64_t> per_role;
   std::int64_t embed = 0, final_norm = 0;
   for (const ParamSpec& p : layout.entries()) {
-    if (p.name == "embed.weight") {
+    if (p.layer >= 0)
+      per_role[std::string(param_names::layer_role(p.name))] += p.numel();
+    else if (p.name == param_names::kEmbed)
       embed = p.numel();
-    } else if (p.name.rfind("final_norm", 0) == 0) {
-      final_norm += p.numel();
-    } else {
-      const auto dot = p.name.find('.', 7);  // after "layers.<i>"
-      per_role[p.name.substr(dot + 1)] += p.numel();
-    }
+    else
+      final_norm += p.numel();  // final_norm.gamma and .delta
   }
   std::ostringstream os;
   auto line = [&](const std::string& what, std::int64_t n) {
@@ -30,9 +28,9 @@ std::string describe_param_counts(const ModelConfig& c) {
     os << buf;
   };
   os << c.describe() << "\n";
-  line("embed.weight (tied head)", embed);
+  line(std::string(param_names::kEmbed) + " (tied head)", embed);
   for (const auto& [role, n] : per_role) line("layers.*." + role, n);
-  line("final_norm", final_norm);
+  line(param_names::kFinalNorm, final_norm);
   line("per layer", layer_param_count(c));
   line("total (exact)", param_count(c));
   line("chinchilla tokens (20 x total)", 20 * param_count(c));

@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 
 namespace wiola {
 // A table of the exact parameter count per component and in total (what

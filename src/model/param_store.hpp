@@ -16,13 +16,10 @@ class ParamStore {
   ParamStore(Backend& backend, ParamLayout layout, DType dtype);
 
   const ParamLayout& layout() const { return layout_; }
-  DType dtype() const { return dtype_; }
-  Backend& backend() const { return *backend_; }
 
   const Tensor& params() const { return params_; }  // [1, total]
   // [1, total]; throws when released (ZeRO-2 between steps).
   const Tensor& grads() const;
-  bool grads_allocated() const { return grads_.defined(); }
   Tensor param(const std::string& name) const { return view(params_, name); }
   Tensor grad(const std::string& name) const { return view(grads(), name); }
   bool has(const std::string& name) const { return index_.count(name) != 0; }

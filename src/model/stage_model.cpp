@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "model/param_names.hpp"
 #include "ops/srpe_table.hpp"
 
 namespace wiola {
@@ -69,7 +70,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
             " tokens");
     saved.tokens = in.tokens;
     x = alloc(N, d);
-    backend_.embedding_fwd(in.tokens, params_.param("embed.weight"), x);
+    backend_.embedding_fwd(in.tokens, params_.param(param_names::kEmbed), x);
   } else {
     require(in.x.defined() && in.x.rows() == N && in.x.cols() == d,
             "forward: stage input must be ", N, "x", d);
@@ -99,10 +100,10 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     saved.x_last = x;
     saved.xf = alloc(N, d);
     saved.rstd_f = alloc(N, 1);
-    backend_.wrmsnorm_fwd(x, params_.param("final_norm.gamma"), params_.param("final_norm.delta"),
+    backend_.wrmsnorm_fwd(x, params_.param(param_names::kFinalNormGamma), params_.param(param_names::kFinalNormDelta),
                           config_.eps, saved.xf, saved.rstd_f);
     saved.logits = alloc(N, config_.V);
-    backend_.linear_fwd(saved.xf, params_.param("embed.weight"), saved.logits, false);
+    backend_.linear_fwd(saved.xf, params_.param(param_names::kEmbed), saved.logits, false);
     require(in.targets.defined() && in.targets.rows() == N, "forward: last stage needs ", N,
             " targets");
     saved.targets = in.targets;
@@ -136,14 +137,14 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
   if (spec_.head) {
     // The logits buffer becomes its own gradient.
     backend_.cross_entropy_bwd(saved.logits, saved.targets, saved.lse, loss_scale, saved.logits);
-    const Tensor embed = params_.param("embed.weight");
-    backend_.linear_bwd_weight(saved.logits, saved.xf, params_.grad("embed.weight"));
+    const Tensor embed = params_.param(param_names::kEmbed);
+    backend_.linear_bwd_weight(saved.logits, saved.xf, params_.grad(param_names::kEmbed));
     Tensor dxf = alloc(N, d);
     backend_.linear_bwd_data(saved.logits, embed, dxf, false);
     dx = alloc(N, d);
-    backend_.wrmsnorm_bwd(saved.x_last, params_.param("final_norm.gamma"),
-                          params_.param("final_norm.delta"), saved.rstd_f, dxf, dx, false,
-                          params_.grad("final_norm.gamma"), params_.grad("final_norm.delta"));
+    backend_.wrmsnorm_bwd(saved.x_last, params_.param(param_names::kFinalNormGamma),
+                          params_.param(param_names::kFinalNormDelta), saved.rstd_f, dxf, dx, false,
+                          params_.grad(param_names::kFinalNormGamma), params_.grad(param_names::kFinalNormDelta));
   } else {
     require(dx_out.defined() && dx_out.rows() == N && dx_out.cols() == d,
             "backward: output gradient must be ", N, "x", d);
@@ -169,7 +170,7 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
 
   StageGrads g;
   if (spec_.embed) {
-    backend_.embedding_bwd(saved.tokens, dx, params_.grad("embed.weight"));
+    backend_.embedding_bwd(saved.tokens, dx, params_.grad(param_names::kEmbed));
   } else {
     g.dx = dx;
     g.dcarry.assign(ds.begin(), ds.begin() + (spec_.first_layer - base));

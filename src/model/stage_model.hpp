@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 #include "model/layer.hpp"
 #include "model/param_store.hpp"
 

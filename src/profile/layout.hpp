@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 #include "model/param_layout.hpp"
 #include "pipeline/schedule.hpp"
 

@@ -38,7 +38,8 @@ class BatchFeed {
   HostBatch samples(std::int64_t first, int count) const;
   // Optional: this rank reads samples [s·period + offset, s·period + offset +
   // span) for s = 0, 1, ... (train: period G, offset r·G/dp, span G/dp), so
-  // prefetching is exact from the first step. Without it the pattern is learnt.
+  // prefetching is exact from the first step. Without it reads are assumed
+  // contiguous.
   void set_access_pattern(std::int64_t period, std::int64_t offset, std::int64_t span);
   Prefetcher<HostBatch>::Stats prefetch_stats() const { return prefetch_->stats(); }
 

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "io/checkpoint_io.hpp"
 #include "io/checkpoint_store.hpp"
+#include "model/param_names.hpp"
 
 #ifndef WIOLA_CODE_VERSION
 #define WIOLA_CODE_VERSION "unknown"
@@ -56,7 +57,7 @@ std::vector<OwnedSlice> owned_slices(const ParamLayout& layout, int zero, int dp
     return {};
   std::vector<OwnedSlice> out;
   for (const ParamSpec& p : layout.entries()) {
-    if (skip_embedding && p.name == "embed.weight") continue;
+    if (skip_embedding && p.name == param_names::kEmbed) continue;
     const std::int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.numel());
     if (lo < hi) out.push_back({&p, lo, hi});
   }

@@ -1,11 +1,14 @@
 #include "train/options.hpp"
 
 #include <boost/program_options.hpp>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/ini.hpp"
+#include "core/model_fields.hpp"
+#include "core/model_options.hpp"
+#include "core/text.hpp"
 #include "io/data_sources.hpp"
 
 #ifndef WIOLA_EMBEDDED_TRAIN
@@ -133,14 +136,12 @@ void TrainOptions::validate() const {
 
 namespace {
 
-std::vector<std::string> split_list(const std::vector<std::string>& items) {
+// Repeated and comma-separated file lists, empty items left out.
+std::vector<std::string> file_list(const std::vector<std::string>& items) {
   std::vector<std::string> out;
-  for (const auto& item : items) {
-    std::stringstream ss(item);
-    std::string part;
-    while (std::getline(ss, part, ','))
-      if (!part.empty()) out.push_back(part);
-  }
+  for (const auto& item : items)
+    for (std::string& part : split_list(item))
+      if (!part.empty()) out.push_back(std::move(part));
   return out;
 }
 
@@ -149,15 +150,9 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 std::string to_ini(const TrainOptions& o) {
   std::ostringstream os;
   os.precision(17);
-  const ModelConfig& m = o.model;
-  os << "preset = " << m.preset << "\nd = " << m.d << "\nlayers = " << m.L << "\nheads = " << m.H
-     << "\nkv-heads = " << m.Hkv << "\ndsff-a = " << m.dA << "\ndsff-b = " << m.dB
-     << "\nvocab = " << m.V << "\nseq-len = " << m.T << "\ntheta0 = " << m.theta0
-     << "\nk-s = " << m.k_s << "\na-s = " << m.a_s << "\nf-s = " << m.f_s << "\ntau = " << m.tau
-     << "\nlambda = " << m.Lambda << "\nnorm-eps = " << m.eps
-     << "\nsummary = " << summary_mode_name(m.summary) << "\natm = " << atm_mode_name(m.atm)
-     << "\ninit-std = " << m.init_std << "\ndtype = " << dtype_name(o.dtype) << "\nseed = " << o.seed
-     << "\n";
+  os << "preset = " << o.model.preset << "\n";
+  write_model_ini(os, o.model);
+  os << "dtype = " << dtype_name(o.dtype) << "\nseed = " << o.seed << "\n";
   for (const auto& f : o.train_files) os << "train-data = " << f << "\n";
   for (const auto& f : o.val_files) os << "val-data = " << f << "\n";
   if (!o.data_weights.empty()) {
@@ -190,7 +185,7 @@ namespace {
 std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::ostream& out,
                                        const std::string* ini_text) {
   TrainOptions o;
-  std::string preset_name, dtype_name = "fp32", summary, atm, config_file;
+  std::string preset_name, dtype_name = "fp32", config_file;
   std::string train_tokens, resume = "none", schedule = "1f1b";
   std::vector<std::string> train_files, val_files;
   std::string data_weights_text;
@@ -203,25 +198,9 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
 
   po::options_description model("Model");
   model.add_options()
-      ("preset", po::value(&preset_name)->default_value("wiola-mini"), "wiola-120m | wiola-360m | wiola-700m | wiola-1.5b | wiola-tiny | wiola-mini | wiola-small")
-      ("d", po::value<int>(), "hidden width (overrides the preset)")
-      ("layers", po::value<int>(), "number of layers L")
-      ("heads", po::value<int>(), "query heads H")
-      ("kv-heads", po::value<int>(), "key/value heads Hkv")
-      ("dsff-a", po::value<int>(), "DSFF narrow width dA")
-      ("dsff-b", po::value<int>(), "DSFF wide width dB")
-      ("vocab", po::value<int>(), "vocabulary size V (default: the dataset's)")
-      ("seq-len", po::value<int>(), "context length T")
-      ("theta0", po::value<double>(), "SRPE base theta")
-      ("k-s", po::value<double>(), "SRPE spiral divisor k_s")
-      ("a-s", po::value<double>(), "SRPE radial amplitude a_s")
-      ("f-s", po::value<double>(), "SRPE radial frequency f_s")
-      ("tau", po::value<double>(), "ATM merge threshold")
-      ("lambda", po::value<int>(), "GCLA lookback (summaries per context)")
-      ("norm-eps", po::value<double>(), "WRMSNorm epsilon")
-      ("summary", po::value(&summary), "GCLA summaries: causal (default) | sequence (paper-literal, leaks)")
-      ("atm", po::value(&atm), "token merging: causal (default) | paper (paper-literal, leaks) | off")
-      ("init-std", po::value<double>(), "std of the normal initialisation")
+      ("preset", po::value(&preset_name)->default_value("wiola-mini"), "wiola-120m | wiola-360m | wiola-700m | wiola-1.5b | wiola-tiny | wiola-mini | wiola-small");
+  add_model_options(model);
+  model.add_options()
       ("dtype", po::value(&dtype_name)->default_value("fp32"), "compute type on the CPU: fp32 | fp64")
       ("seed", po::value(&o.seed)->default_value(1234), "seed of the initialisation and the sample order");
 
@@ -288,23 +267,12 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
           << all << "\n";
       return std::nullopt;
     }
-    if (ini_text) {
-      std::istringstream in(*ini_text);
-      try {
-        po::store(po::parse_config_file(in, all), vm);
-      } catch (const po::error& e) {
-        fail("recorded configuration: ", e.what());
-      }
-    }
+    if (ini_text) store_ini(*ini_text, "recorded configuration", all, vm);
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
-      std::ifstream in(path);
-      require(in.good(), "--config: cannot read '", path, "'");
-      try {
-        po::store(po::parse_config_file(in, all), vm);
-      } catch (const po::error& e) {
-        fail("--config ", path, ": ", e.what());
-      }
+      const std::optional<std::string> text = try_read_text_file(path);
+      require(text.has_value(), "--config: cannot read '", path, "'");
+      store_ini(*text, "--config " + path, all, vm);
     }
     po::notify(vm);
   } catch (const po::error& e) {
@@ -312,31 +280,8 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   }
 
   o.model = preset(preset_name);
-  auto set_int = [&](const char* key, int& field) {
-    if (vm.count(key)) field = vm[key].as<int>();
-  };
-  auto set_double = [&](const char* key, double& field) {
-    if (vm.count(key)) field = vm[key].as<double>();
-  };
-  set_int("d", o.model.d);
-  set_int("layers", o.model.L);
-  set_int("heads", o.model.H);
-  set_int("kv-heads", o.model.Hkv);
-  set_int("dsff-a", o.model.dA);
-  set_int("dsff-b", o.model.dB);
-  set_int("vocab", o.model.V);
-  set_int("seq-len", o.model.T);
-  set_int("lambda", o.model.Lambda);
-  set_double("theta0", o.model.theta0);
-  set_double("k-s", o.model.k_s);
-  set_double("a-s", o.model.a_s);
-  set_double("f-s", o.model.f_s);
-  set_double("tau", o.model.tau);
-  set_double("norm-eps", o.model.eps);
-  set_double("init-std", o.model.init_std);
+  apply_model_options(vm, o.model);
   o.vocab_explicit = vm.count("vocab") > 0;
-  if (!summary.empty()) o.model.summary = parse_summary_mode(summary);
-  if (!atm.empty()) o.model.atm = parse_atm_mode(atm);
   o.dtype = parse_dtype(dtype_name);
   o.train_tokens = TokenBudget::parse(train_tokens);
   o.resume = ResumeFrom::parse(resume);
@@ -345,8 +290,8 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   } catch (const Error&) {
     fail("--schedule must be 1f1b or gpipe, got '", schedule, "'");
   }
-  o.train_files = split_list(train_files);
-  o.val_files = split_list(val_files);
+  o.train_files = file_list(train_files);
+  o.val_files = file_list(val_files);
   if (o.train_files.empty()) o.train_files = {default_train_file()};
   if (!data_weights_text.empty()) o.data_weights = parse_weight_list(data_weights_text, "--data-weights");
   if (o.val_files.empty() && !vm.count("train-data") && o.val_fraction == 0)

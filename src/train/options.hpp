@@ -1,7 +1,8 @@
 #pragma once
 // Everything wiola-train can be told, from the command line or an INI-style
-// config file (`key = value`, the long option names, '#' comments); the
-// command line wins over the file. `--help` prints the options grouped.
+// config file (`key = value`, the long option names, comment lines starting
+// with '#' or ';', no sections; the dialect is core/ini.hpp's); the command
+// line wins over the file. `--help` prints the options grouped.
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 #include "optim/adamw_optimizer.hpp"
 #include "pipeline/schedule.hpp"
 

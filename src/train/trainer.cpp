@@ -15,6 +15,8 @@
 #include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
 #include "core/error.hpp"
+#include "core/model_fields.hpp"
+#include "core/text.hpp"
 #include "io/data_config.hpp"
 #include "io/weights_file.hpp"
 #include "model/flops.hpp"
@@ -41,16 +43,6 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 }
 double clock_seconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
-
-std::string clock_text(double seconds) {
-  const long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
 }
 
 // Consecutive steps with a non-finite gradient norm before the run gives up.
@@ -202,12 +194,10 @@ void Trainer::restore() {
   if (!opts_.init_weights.empty()) {
     comm::agree(world_, [&] {
       const WeightsFile w = read_weights_file(opts_.init_weights);
-      const ModelConfig& a = w.config;
-      const ModelConfig& b = model_->config();
-      require(a.d == b.d && a.L == b.L && a.H == b.H && a.Hkv == b.Hkv && a.dA == b.dA &&
-                  a.dB == b.dB && a.V == b.V,
-              "--init-weights ", opts_.init_weights, ": the file holds ", a.describe(),
-              ", this run is ", b.describe());
+      const std::string diff = model_differences(w.config, model_->config(), FieldSet::Shape);
+      require(diff.empty(), "--init-weights ", opts_.init_weights, ": the file holds ",
+              w.config.describe(), ", this run is ", model_->config().describe(), " (", diff,
+              ")");
       for (const NamedArray& arr : w.arrays)
         if (model_->params().has(arr.name)) model_->params().set(arr.name, arr.data);
     });
@@ -361,8 +351,8 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
                 "GFLOP/s %6.2f | elapsed %s | eta %s\n",
                 static_cast<long long>(step), static_cast<long long>(total_steps_),
                 window_loss_ / window_steps_, lr_.at(step), r.grad_norm, tps,
-                tps * training_flops_per_token(opts_.model) / 1e9, clock_text(elapsed).c_str(),
-                clock_text(eta).c_str());
+                tps * training_flops_per_token(opts_.model) / 1e9, duration_text(elapsed).c_str(),
+                duration_text(eta).c_str());
   say(buf);
   t_window_ = Clock::now();
   window_loss_ = window_tokens_ = 0;
@@ -503,7 +493,7 @@ void Trainer::export_weights() {
         world_.recv(flat.data(), flat.size() * sizeof(double), grid_.rank_of(s, 0), tag);
       }
       for (const ParamSpec& p : layout.entries()) {
-        if (s > 0 && p.name == "embed.weight") continue;  // the tied copy
+        if (s > 0 && p.name == param_names::kEmbed) continue;  // the tied copy
         out.push_back({p.name, p.rows, p.cols,
                        std::vector<double>(flat.begin() + p.offset,
                                            flat.begin() + p.offset + p.numel())});

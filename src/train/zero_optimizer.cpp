@@ -28,8 +28,8 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
   layer_buckets_.resize(spec.num_layers());
   for (auto& b : layer_buckets_) b.begin = b.end = -1;
   for (const ParamSpec& p : layout.entries()) {
-    if (p.name.rfind("layers.", 0) == 0) {
-      Bucket& b = layer_buckets_[std::stoi(p.name.substr(7)) - spec.first_layer];
+    if (p.layer >= 0) {
+      Bucket& b = layer_buckets_[p.layer - spec.first_layer];
       if (b.begin < 0) b.begin = p.offset;
       b.end = p.offset + p.numel();
     } else if (!other_buckets_.empty() && other_buckets_.back().end == p.offset) {
@@ -88,8 +88,8 @@ void ZeroOptimizer::reduce_grads() {
   ParamStore& store = model_.params();
   const Tensor grads = store.grads();
   // The tied embedding: first and last stage hold copies; sum their gradients.
-  if (g_.embedding && g_.embedding->size() > 1 && store.has("embed.weight"))
-    g_.embedding->allreduce(store.grad("embed.weight"), comm::ReduceOp::Sum);
+  if (g_.embedding && g_.embedding->size() > 1 && store.has(param_names::kEmbed))
+    g_.embedding->allreduce(store.grad(param_names::kEmbed), comm::ReduceOp::Sum);
   if (dp_ == 1) {
     if (stage_ >= 1)
       model_.backend().copy(grads.range(shard_begin_, shard_end_ - shard_begin_), shard_grads_);
@@ -117,8 +117,8 @@ void ZeroOptimizer::add_owned_sum_squares(const Tensor& acc) {
   Backend& be = model_.backend();
   const ParamLayout& layout = model_.params().layout();
   std::int64_t skip_begin = 0, skip_end = 0;
-  if (!count_embedding_ && layout.contains("embed.weight")) {
-    const ParamSpec& e = layout.find("embed.weight");
+  if (!count_embedding_ && layout.contains(param_names::kEmbed)) {
+    const ParamSpec& e = layout.find(param_names::kEmbed);
     skip_begin = e.offset;
     skip_end = e.offset + e.numel();
   }

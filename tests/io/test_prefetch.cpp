@@ -14,24 +14,13 @@ namespace {
 
 using Firsts = std::vector<std::int64_t>;
 
-TEST(AccessPredictor, ContiguousUntilItSeesAJump) {
+TEST(AccessPredictor, ContiguousWithoutAPattern) {
   AccessPredictor p;
   EXPECT_TRUE(p.predict(2).empty());
   p.observe(0, 4);
   EXPECT_EQ(p.predict(3), (Firsts{4, 8, 12}));
-  // A data-parallel rank: 16 samples of every 32 (dp 2, micro-batch 4).
-  p.observe(4, 4);
-  p.observe(8, 4);
-  p.observe(12, 4);
-  EXPECT_EQ(p.predict(2), (Firsts{16, 20}));  // not learnt yet
-  p.observe(32, 4);
-  EXPECT_TRUE(p.knows_pattern());
-  EXPECT_EQ(p.span(), 16);
-  EXPECT_EQ(p.period(), 32);
-  EXPECT_EQ(p.predict(5), (Firsts{36, 40, 44, 64, 68}));
-  // A jump back (a new evaluation pass) keeps what was learnt.
-  p.observe(0, 4);
-  EXPECT_EQ(p.predict(5), (Firsts{4, 8, 12, 32, 36}));
+  p.observe(32, 4);  // a jump is followed, not learnt from
+  EXPECT_EQ(p.predict(2), (Firsts{36, 40}));
 }
 
 TEST(AccessPredictor, ToldPattern) {
@@ -83,13 +72,14 @@ TEST(Prefetcher, ReturnsWhatADirectReadReturns) {
 TEST(Prefetcher, AConsumerThatComputesFindsItsBatchesReady) {
   Source src;
   Prefetcher<std::vector<std::int64_t>> pf([&](std::int64_t f, int c) { return src(f, c); }, 2);
+  pf.set_pattern(32, 0, 16);  // as the trainer does: 16 samples of every 32
   int n = 0;
   for (int step = 0; step < 5; ++step)
     for (int mb = 0; mb < 4; ++mb, ++n) {
       ASSERT_EQ(pf.get(step * 32 + mb * 4, 4), expected(step * 32 + mb * 4, 4));
       std::this_thread::sleep_for(std::chrono::milliseconds(10));  // "training"
     }
-  // Misses: the first request, and the first jump before the pattern is known.
+  // Misses: the first request (and a few when the machine is slow).
   EXPECT_GE(pf.stats().hits, n - 4);
 }
 

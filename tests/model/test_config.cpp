@@ -1,7 +1,8 @@
 // Presets, exact parameter counts and configuration errors.
 #include <gtest/gtest.h>
 
-#include "model/config.hpp"
+#include "core/error.hpp"
+#include "core/model_config.hpp"
 #include "model/flops.hpp"
 #include "model/param_layout.hpp"
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/model_fields.hpp"
 #include "train/options.hpp"
 
 namespace wiola {
@@ -65,6 +66,52 @@ TEST(Options, BadConfigFileLineIsNamed) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("warp"), std::string::npos) << e.what();
   }
+  std::remove(path.c_str());
+}
+
+TEST(Options, RecordedConfigurationReadsBack) {
+  // Every model field away from the preset, through to_ini and back.
+  const TrainOptions o = parse({"--preset", "wiola-small", "--d", "96", "--layers", "3",
+                                "--heads", "6", "--kv-heads", "3", "--dsff-a", "80",
+                                "--dsff-b", "200", "--vocab", "300", "--seq-len", "48",
+                                "--theta0", "5000", "--k-s", "6.5", "--a-s", "0.3",
+                                "--f-s", "0.07", "--tau", "0.81", "--lambda", "3",
+                                "--norm-eps", "1e-5", "--summary", "sequence", "--atm", "paper",
+                                "--init-std", "0.03", "--steps", "5"});
+  const TrainOptions back = options_from_ini(to_ini(o));
+  EXPECT_EQ(back.model.preset, "wiola-small");
+  EXPECT_EQ(model_differences(o.model, back.model, FieldSet::All), "");
+  EXPECT_EQ(model_differences(o.model, preset("wiola-small"), FieldSet::Shape),
+            "d 96 vs 128, L 3 vs 6, H 6 vs 4, Hkv 3 vs 2, dA 80 vs 128, dB 200 vs 512, V 300 vs 257");
+  EXPECT_TRUE(back.vocab_explicit);
+  EXPECT_EQ(to_ini(back), to_ini(o));
+}
+
+TEST(Options, ConfigFileDialect) {
+  const std::string path = ::testing::TempDir() + "wiola_options_dialect.ini";
+  auto write = [&](const std::string& text) {
+    std::ofstream f(path);
+    f << text;
+  };
+  write("; a comment\n# another\npreset = wiola-small\n");
+  EXPECT_EQ(parse({"--config", path}).model.d, 128);
+  auto error = [&](const std::string& text) -> std::string {
+    write(text);
+    try {
+      parse({"--config", path});
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Before, this read the preset 'wiola-small ; the small one'.
+  const std::string inline_comment = error("preset = wiola-small ; the small one\n");
+  EXPECT_NE(inline_comment.find("--config " + path + ":1: option 'preset'"), std::string::npos)
+      << inline_comment;
+  const std::string section = error("[model]\npreset = wiola-small\n");
+  EXPECT_NE(section.find(path + ":1: section headers"), std::string::npos) << section;
+  const std::string unknown = error("preset = wiola-small\n\nwarp = 9\n");
+  EXPECT_NE(unknown.find(path + ":3: unrecognised option 'warp'"), std::string::npos) << unknown;
   std::remove(path.c_str());
 }
 

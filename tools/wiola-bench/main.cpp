@@ -13,6 +13,7 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "model/flops.hpp"
 #include "profile/peak.hpp"
 #include "train/trainer.hpp"

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "io/weights_file.hpp"
+#include "model/param_names.hpp"
 #include "model/stage_model.hpp"
 
 namespace po = boost::program_options;
@@ -91,7 +92,7 @@ int run(int argc, char** argv) {
     f.write<double>("logits", {B, T, cfg.V}, logits, ft);
     for (const ParamSpec& p : model.params().layout().entries()) {
       const std::vector<double> g = model.params().get_grad(p.name);
-      const h5::Shape shape = is_vector_param(p.name) ? h5::Shape{p.numel()} : h5::Shape{p.rows, p.cols};
+      const h5::Shape shape = param_names::is_vector_param(p.name) ? h5::Shape{p.numel()} : h5::Shape{p.rows, p.cols};
       f.write<double>("grad/" + p.name, shape, g, ft);
     }
     f.write_attr_string("mode", train ? "train" : "eval");

@@ -19,6 +19,7 @@
 #include "io/safetensors.hpp"
 #include "io/weights_file.hpp"
 #include "model/param_layout.hpp"
+#include "model/param_names.hpp"
 #include "partition/partition.hpp"
 #include "train/checkpoint.hpp"
 #include "train/options.hpp"
@@ -167,7 +168,7 @@ int cmd_export(const std::string& dir, const std::string& out) {
   for (const ParamSpec& p : all_tensors(cfg)) {
     SafeTensor t;
     t.name = p.name;
-    t.shape = is_vector_param(p.name) ? std::vector<std::int64_t>{p.numel()}
+    t.shape = param_names::is_vector_param(p.name) ? std::vector<std::int64_t>{p.numel()}
                                       : std::vector<std::int64_t>{p.rows, p.cols};
     t.data = read_tensor(reader, p, StateKind::Param);
     names.push_back(p.name);

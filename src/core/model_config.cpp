@@ -1,4 +1,4 @@
-#include "model/config.hpp"
+#include "core/model_config.hpp"
 
 #include <sstream>
 

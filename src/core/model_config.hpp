@@ -1,15 +1,18 @@
 #pragma once
 // Hyper-parameters of a Wiola model (../shared/SPEC.md "Shapes and names"),
-// the named presets, and the exact parameter count.
+// the named presets, and the exact parameter count. The bottom layer: the
+// backend, the model, io and the tools all read it, and it reads nothing of
+// theirs.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "backend/backend.hpp"
-
 namespace wiola {
 
+// GCLA summaries: causal (position t sees the mean of tokens <= t) or the
+// paper-literal mean over the whole sequence (which leaks the future).
+enum class SummaryMode : std::uint8_t { Causal, Sequence };
 enum class AtmMode : std::uint8_t { Off, Causal, Paper };
 
 std::string_view summary_mode_name(SummaryMode m);

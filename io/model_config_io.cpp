@@ -1,0 +1,80 @@
+#include "io/model_config_io.hpp"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/model_fields.hpp"
+#include "io/h5.hpp"
+
+namespace wiola {
+
+void write_model_attrs(h5::File& f, const ModelConfig& c) {
+  for (const ModelField& m : model_fields()) {
+    if (!m.in(FieldSet::Stored)) continue;
+    switch (m.kind()) {
+      case FieldKind::Int: f.write_attr_int(m.file_key, m.get_int(c)); break;
+      case FieldKind::Real: f.write_attr_double(m.file_key, m.get_real(c)); break;
+      case FieldKind::Choice: f.write_attr_string(m.file_key, m.text(c)); break;
+    }
+  }
+}
+
+ModelConfig read_model_attrs(const h5::File& f) {
+  ModelConfig c;
+  c.preset = "file";
+  for (const ModelField& m : model_fields()) {
+    if (!m.in(FieldSet::Stored)) continue;
+    switch (m.kind()) {
+      case FieldKind::Int: {
+        const std::int64_t v = f.read_attr_int(m.file_key);
+        require(v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max(),
+                f.path(), ": attribute '", m.file_key, "' = ", v, " is out of range");
+        m.set_int(c, static_cast<int>(v));
+        break;
+      }
+      case FieldKind::Real: m.set_real(c, f.read_attr_double(m.file_key)); break;
+      case FieldKind::Choice: {
+        const std::string name = f.read_attr_string(m.file_key);
+        try {
+          m.set_choice(c, name);
+        } catch (const Error& e) {
+          fail(f.path(), ": ", e.what());
+        }
+        break;
+      }
+    }
+  }
+  return c;
+}
+
+void write_model_json(nlohmann::json& j, const ModelConfig& c) {
+  for (const ModelField& m : model_fields()) {
+    if (!m.in(FieldSet::Stored)) continue;
+    nlohmann::json v;
+    switch (m.kind()) {
+      case FieldKind::Int: v = m.get_int(c); break;
+      case FieldKind::Real: v = m.get_real(c); break;
+      case FieldKind::Choice: v = m.text(c); break;
+    }
+    j[m.file_key] = v;
+    if (m.hf_key) j[m.hf_key] = v;
+  }
+}
+
+ModelConfig read_model_json(const nlohmann::json& j) {
+  ModelConfig c;
+  c.preset = "safetensors";
+  for (const ModelField& m : model_fields()) {
+    if (!m.in(FieldSet::Stored)) continue;
+    const nlohmann::json& v = j.at(m.file_key);
+    switch (m.kind()) {
+      case FieldKind::Int: m.set_int(c, v.get<int>()); break;
+      case FieldKind::Real: m.set_real(c, v.get<double>()); break;
+      case FieldKind::Choice: m.set_choice(c, v.get<std::string>()); break;
+    }
+  }
+  return c;
+}
+
+}  // namespace wiola

@@ -1,0 +1,31 @@
+#pragma once
+// The model configuration in files, through the one field table
+// (core/model_fields.hpp): the architecture fields under their file keys, as
+// root attributes of an HDF5 file (weights files) and as members of a JSON
+// object (config.json). The keys are those files have always used, so files
+// written before the table still load.
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/model_config.hpp"
+
+namespace wiola {
+
+namespace h5 {
+class File;
+}
+
+// Integers as int attributes, reals as double attributes, choices by name.
+void write_model_attrs(h5::File& f, const ModelConfig& c);
+// The fields write_model_attrs writes (the rest keep their defaults); preset
+// "file". Throws naming the file and the attribute; does not validate.
+ModelConfig read_model_attrs(const h5::File& f);
+
+// The same fields as JSON members, plus the usual Hugging Face names of those
+// that have one (hidden_size, num_hidden_layers, ...).
+void write_model_json(nlohmann::json& j, const ModelConfig& c);
+// Reads the fields under their file keys (the Hugging Face names are not
+// read); preset "safetensors". Throws nlohmann::json exceptions for missing or
+// mistyped members and wiola::Error for an unknown choice; does not validate.
+ModelConfig read_model_json(const nlohmann::json& j);
+
+}  // namespace wiola

@@ -1,0 +1,112 @@
+#include "core/model_fields.hpp"
+
+#include <ostream>
+#include <sstream>
+#include <type_traits>
+
+#include "core/error.hpp"
+
+namespace wiola {
+
+namespace {
+
+using C = ModelConfig;
+constexpr FieldSet kShape = FieldSet::Shape, kStored = FieldSet::Stored, kAll = FieldSet::All;
+
+// clang-format off
+const ModelField kFields[] = {
+  // key        file key  Hugging Face name          scope    member         help
+  {"d",         "d",      "hidden_size",             kShape,  &C::d,        "hidden width (overrides the preset)"},
+  {"layers",    "L",      "num_hidden_layers",       kShape,  &C::L,        "number of layers L"},
+  {"heads",     "H",      "num_attention_heads",     kShape,  &C::H,        "query heads H"},
+  {"kv-heads",  "Hkv",    "num_key_value_heads",     kShape,  &C::Hkv,      "key/value heads Hkv"},
+  {"dsff-a",    "dA",     nullptr,                   kShape,  &C::dA,       "DSFF narrow width dA"},
+  {"dsff-b",    "dB",     nullptr,                   kShape,  &C::dB,       "DSFF wide width dB"},
+  {"vocab",     "V",      "vocab_size",              kShape,  &C::V,        "vocabulary size V (default: the dataset's)"},
+  {"seq-len",   "T",      "max_position_embeddings", kStored, &C::T,        "context length T"},
+  {"theta0",    "theta0", nullptr,                   kStored, &C::theta0,   "SRPE base theta"},
+  {"k-s",       "k_s",    nullptr,                   kStored, &C::k_s,      "SRPE spiral divisor k_s"},
+  {"a-s",       "a_s",    nullptr,                   kStored, &C::a_s,      "SRPE radial amplitude a_s"},
+  {"f-s",       "f_s",    nullptr,                   kStored, &C::f_s,      "SRPE radial frequency f_s"},
+  {"tau",       "tau",    nullptr,                   kStored, &C::tau,      "ATM merge threshold"},
+  {"lambda",    "Lambda", nullptr,                   kStored, &C::Lambda,   "GCLA lookback (summaries per context)"},
+  {"norm-eps",  "eps",    nullptr,                   kStored, &C::eps,      "WRMSNorm epsilon"},
+  {"summary",   "summary", nullptr,                  kStored, &C::summary,  "GCLA summaries: causal (default) | sequence (paper-literal, leaks)"},
+  {"atm",       "atm",    nullptr,                   kStored, &C::atm,      "token merging: causal (default) | paper (paper-literal, leaks) | off"},
+  {"init-std",  "init_std", nullptr,                 kAll,    &C::init_std, "std of the normal initialisation"},
+};
+// clang-format on
+
+template <class T>
+T ModelConfig::*member_of(const ModelField& f) {
+  const auto* m = std::get_if<T ModelConfig::*>(&f.member);
+  require(m != nullptr, "model field '", f.key, "' is not of the kind asked for (internal error)");
+  return *m;
+}
+
+}  // namespace
+
+FieldKind ModelField::kind() const {
+  if (std::holds_alternative<int ModelConfig::*>(member)) return FieldKind::Int;
+  if (std::holds_alternative<double ModelConfig::*>(member)) return FieldKind::Real;
+  return FieldKind::Choice;
+}
+
+bool ModelField::in(FieldSet s) const {
+  // Shape ⊂ Stored ⊂ All: a field belongs to its own scope and every wider one.
+  return static_cast<int>(scope) >= static_cast<int>(s);
+}
+
+int ModelField::get_int(const ModelConfig& c) const { return c.*member_of<int>(*this); }
+double ModelField::get_real(const ModelConfig& c) const { return c.*member_of<double>(*this); }
+void ModelField::set_int(ModelConfig& c, int v) const { c.*member_of<int>(*this) = v; }
+void ModelField::set_real(ModelConfig& c, double v) const { c.*member_of<double>(*this) = v; }
+
+std::string ModelField::text(const ModelConfig& c) const {
+  return std::visit(
+      [&](auto m) -> std::string {
+        const auto& v = c.*m;
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int>) {
+          return std::to_string(v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          std::ostringstream os;
+          os.precision(17);
+          os << v;
+          return os.str();
+        } else if constexpr (std::is_same_v<T, SummaryMode>) {
+          return std::string(summary_mode_name(v));
+        } else {
+          return std::string(atm_mode_name(v));
+        }
+      },
+      member);
+}
+
+void ModelField::set_choice(ModelConfig& c, std::string_view name) const {
+  if (const auto* m = std::get_if<SummaryMode ModelConfig::*>(&member))
+    c.*(*m) = parse_summary_mode(name);
+  else if (const auto* a = std::get_if<AtmMode ModelConfig::*>(&member))
+    c.*(*a) = parse_atm_mode(name);
+  else
+    fail("model field '", key, "' is not a choice (internal error)");
+}
+
+std::span<const ModelField> model_fields() { return kFields; }
+
+void write_model_ini(std::ostream& out, const ModelConfig& c) {
+  for (const ModelField& f : model_fields()) out << f.key << " = " << f.text(c) << "\n";
+}
+
+std::string model_differences(const ModelConfig& a, const ModelConfig& b, FieldSet set) {
+  std::string out;
+  for (const ModelField& f : model_fields()) {
+    if (!f.in(set)) continue;
+    const bool same = std::visit([&](auto m) { return a.*m == b.*m; }, f.member);
+    if (same) continue;
+    out += (out.empty() ? "" : ", ") + std::string(f.file_key) + " " + f.text(a) + " vs " + f.text(b);
+  }
+  return out;
+}
+
+}  // namespace wiola

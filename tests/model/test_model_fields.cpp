@@ -1,0 +1,81 @@
+// The one table of ModelConfig's fields: its keys, the text form of every
+// kind, and the comparison that names what differs.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/model_fields.hpp"
+
+namespace wiola {
+namespace {
+
+TEST(ModelFields, KeysAreUniqueAndScopesNest) {
+  std::set<std::string> keys, file_keys;
+  std::set<std::string> shape;
+  for (const ModelField& f : model_fields()) {
+    EXPECT_TRUE(keys.insert(f.key).second) << f.key;
+    EXPECT_TRUE(file_keys.insert(f.file_key).second) << f.file_key;
+    EXPECT_TRUE(f.in(FieldSet::All)) << f.key;
+    if (f.in(FieldSet::Shape)) {
+      EXPECT_TRUE(f.in(FieldSet::Stored)) << f.key;
+      shape.insert(f.file_key);
+    }
+  }
+  // The fields that decide parameter shapes (a weights file fits a model that agrees on them).
+  EXPECT_EQ(shape, (std::set<std::string>{"d", "L", "H", "Hkv", "dA", "dB", "V"}));
+  EXPECT_EQ(model_fields().size(), 18u);
+}
+
+TEST(ModelFields, TextOfEveryKindReadsBack) {
+  ModelConfig c = preset("wiola-tiny");
+  c.tau = 0.1 + 0.2;  // needs all 17 digits
+  c.atm = AtmMode::Paper;
+  std::ostringstream ini;
+  write_model_ini(ini, c);
+  EXPECT_NE(ini.str().find("kv-heads = 2\n"), std::string::npos) << ini.str();
+  EXPECT_NE(ini.str().find("tau = 0.30000000000000004\n"), std::string::npos) << ini.str();
+  EXPECT_NE(ini.str().find("atm = paper\n"), std::string::npos) << ini.str();
+
+  ModelConfig back = preset("wiola-mini");
+  for (const ModelField& f : model_fields()) {
+    const std::string t = f.text(c);
+    switch (f.kind()) {
+      case FieldKind::Int: f.set_int(back, std::stoi(t)); break;
+      case FieldKind::Real: f.set_real(back, std::stod(t)); break;
+      case FieldKind::Choice: f.set_choice(back, t); break;
+    }
+  }
+  EXPECT_EQ(model_differences(c, back, FieldSet::All), "");
+}
+
+TEST(ModelFields, DifferencesNameTheFields) {
+  const ModelConfig a = preset("wiola-mini");
+  ModelConfig b = a;
+  EXPECT_EQ(model_differences(a, b, FieldSet::All), "");
+  b.L = 2;
+  b.V = 2048;
+  b.tau = 0.5;
+  b.init_std = 0.1;
+  EXPECT_EQ(model_differences(a, b, FieldSet::Shape), "L 4 vs 2, V 257 vs 2048");
+  EXPECT_EQ(model_differences(a, b, FieldSet::Stored),
+            "L 4 vs 2, V 257 vs 2048, tau 0.92000000000000004 vs 0.5");
+  EXPECT_EQ(model_differences(a, b, FieldSet::All),
+            "L 4 vs 2, V 257 vs 2048, tau 0.92000000000000004 vs 0.5, init_std 0.02 vs 0.10000000000000001");
+}
+
+TEST(ModelFields, AChoiceIsNotANumber) {
+  ModelConfig c;
+  for (const ModelField& f : model_fields()) {
+    if (f.kind() == FieldKind::Choice) {
+      EXPECT_THROW(f.set_choice(c, "sideways"), Error) << f.key;
+      EXPECT_THROW(f.get_int(c), Error) << f.key;
+    } else {
+      EXPECT_THROW(f.set_choice(c, "causal"), Error) << f.key;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace wiola
