@@ -8,8 +8,8 @@
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "io/model_config_io.hpp"
-#include "model/param_layout.hpp"
-#include "model/param_names.hpp"
+#include "core/param_layout.hpp"
+#include "core/param_names.hpp"
 
 namespace wiola {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "core/model_config.hpp"
-#include "model/param_layout.hpp"
+#include "core/param_layout.hpp"
 
 namespace wiola {
 

@@ -1,7 +1,7 @@
 #include "model/layer.hpp"
 
 #include "core/error.hpp"
-#include "model/param_names.hpp"
+#include "core/param_names.hpp"
 
 namespace wiola {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "model/param_layout.hpp"
+#include "core/param_layout.hpp"
 
 namespace wiola {
 

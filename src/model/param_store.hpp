@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "model/param_layout.hpp"
+#include "core/param_layout.hpp"
 
 namespace wiola {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "model/param_names.hpp"
+#include "core/param_names.hpp"
 #include "ops/srpe_table.hpp"
 
 namespace wiola {

@@ -7,7 +7,7 @@
 
 #include "core/dtype.hpp"
 #include "core/model_config.hpp"
-#include "model/param_layout.hpp"
+#include "core/param_layout.hpp"
 #include "pipeline/schedule.hpp"
 
 namespace wiola {

@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "io/checkpoint_io.hpp"
 #include "io/checkpoint_store.hpp"
-#include "model/param_names.hpp"
+#include "core/param_names.hpp"
 
 #ifndef WIOLA_CODE_VERSION
 #define WIOLA_CODE_VERSION "unknown"

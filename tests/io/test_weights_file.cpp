@@ -5,7 +5,7 @@
 #include "io/h5.hpp"
 #include "io/weights_file.hpp"
 #include "io_test_util.hpp"
-#include "model/param_layout.hpp"
+#include "core/param_layout.hpp"
 
 namespace wiola {
 namespace {

@@ -4,7 +4,7 @@
 #include "core/error.hpp"
 #include "core/model_config.hpp"
 #include "model/flops.hpp"
-#include "model/param_layout.hpp"
+#include "core/param_layout.hpp"
 
 namespace wiola {
 namespace {

@@ -1,9 +1,9 @@
-// Canonical parameter names are spelled once (model/param_names.hpp), and a
+// Canonical parameter names are spelled once (core/param_names.hpp), and a
 // parameter's layer is a field of its spec, not something parsed from its name.
 #include <gtest/gtest.h>
 
-#include "model/param_layout.hpp"
-#include "model/param_names.hpp"
+#include "core/param_layout.hpp"
+#include "core/param_names.hpp"
 
 namespace wiola {
 namespace {

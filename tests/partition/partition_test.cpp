@@ -10,7 +10,7 @@
 
 #include "core/error.hpp"
 #include "model/flops.hpp"
-#include "model/param_layout.hpp"
+#include "core/param_layout.hpp"
 
 namespace wiola {
 namespace {

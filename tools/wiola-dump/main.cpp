@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "io/weights_file.hpp"
-#include "model/param_names.hpp"
+#include "core/param_names.hpp"
 #include "model/stage_model.hpp"
 
 namespace po = boost::program_options;

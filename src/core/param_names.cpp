@@ -1,4 +1,4 @@
-#include "model/param_names.hpp"
+#include "core/param_names.hpp"
 
 namespace wiola::param_names {
 

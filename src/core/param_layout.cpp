@@ -1,4 +1,4 @@
-#include "model/param_layout.hpp"
+#include "core/param_layout.hpp"
 
 #include <cmath>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/model_config.hpp"
-#include "model/param_names.hpp"
+#include "core/param_names.hpp"
 
 namespace wiola {
 
