@@ -36,8 +36,11 @@ add_library(wiola_blas INTERFACE)
 target_include_directories(wiola_blas SYSTEM INTERFACE ${WIOLA_CBLAS_INCLUDE})
 target_link_libraries(wiola_blas INTERFACE ${WIOLA_OPENBLAS_LIB} OpenMP::OpenMP_CXX)
 
-# CUDA: optional, auto-detected. Nothing in the CPU build depends on it.
-set(WIOLA_HAVE_CUDA OFF)
+# CUDA: the CUDA backend (src/backend/cuda) is built when nvcc is found
+# (WIOLA_CUDA=AUTO), always (ON: missing nvcc is an error) or never (OFF).
+# Nothing in the CPU build depends on it; the emulated tests of its kernels
+# (tests/cuda_emu) run in every build.
+set(WIOLA_WITH_CUDA OFF)
 if(NOT WIOLA_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
@@ -45,9 +48,25 @@ if(NOT WIOLA_CUDA STREQUAL "OFF")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    set(WIOLA_HAVE_CUDA ON)
+    set(WIOLA_WITH_CUDA ON)
   elseif(WIOLA_CUDA STREQUAL "ON")
     message(FATAL_ERROR "WIOLA_CUDA=ON but no CUDA compiler (nvcc) was found")
   endif()
 endif()
-message(STATUS "wiola: CUDA backend ${WIOLA_HAVE_CUDA}")
+if(WIOLA_WITH_CUDA)
+  # Hopper (H100/H200) and Ampere (A100) by default; -DCMAKE_CUDA_ARCHITECTURES=... for others.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90 80)
+  endif()
+  enable_language(CUDA)
+  # CMake 3.25 predates nvcc 12's C++20 support; tell it the flag.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
+  find_package(CUDAToolkit REQUIRED)
+  # NCCL ships with the toolkit here; elsewhere set NCCL_ROOT.
+  find_path(WIOLA_NCCL_INCLUDE nccl.h HINTS ${NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(WIOLA_NCCL_LIB nccl HINTS ${NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR})
+endif()
+message(STATUS "wiola: CUDA backend ${WIOLA_WITH_CUDA} (architectures ${CMAKE_CUDA_ARCHITECTURES})")

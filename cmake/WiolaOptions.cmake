@@ -20,6 +20,10 @@ target_compile_options(wiola_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wpedantic>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${WIOLA_WERROR}>>:-Werror>)
 target_compile_features(wiola_flags INTERFACE cxx_std_20)
+# nvcc: the same warnings from the host compiler, and nvcc's own as errors.
+target_compile_options(wiola_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>
+  $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${WIOLA_WERROR}>>:--Werror=all-warnings -Xcompiler=-Werror>)
 if(CMAKE_BUILD_TYPE STREQUAL "Release" OR CMAKE_BUILD_TYPE STREQUAL "RelWithDebInfo")
   # -O3 lets GCC vectorise the elementwise kernels; no -ffast-math, the CPU
   # backend is the exact reference.

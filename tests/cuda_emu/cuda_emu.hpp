@@ -49,6 +49,8 @@
 // thread-local static is shared by the block's fibers and by nothing else.
 #define __shared__ static thread_local
 
+using cudaStream_t = void*;
+
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}

@@ -32,7 +32,8 @@ inline std::vector<double> random_vector(std::size_t n, std::uint64_t seed, doub
 }
 
 // Writes row-major host values (rows * cols of them) into t, which may be a
-// strided view; values are converted to t's dtype (F32, F64 or I32).
+// strided view; values are converted to t's dtype (F32, F64, I32, or BF16
+// through an F32 row and the backend's convert).
 inline void write(Backend& be, const Tensor& t, const std::vector<double>& values) {
   require(static_cast<std::int64_t>(values.size()) == t.numel(), "test::write: ", values.size(),
           " values for a ", t.rows(), "x", t.cols(), " tensor");
@@ -58,8 +59,13 @@ inline void write(Backend& be, const Tensor& t, const std::vector<double>& value
         be.from_host(buf.data(), row);
         break;
       }
-      default:
-        fail("test::write: unsupported dtype ", dtype_name(t.dtype()));
+      case DType::BF16: {
+        std::vector<float> buf(first, first + static_cast<std::ptrdiff_t>(cols));
+        const Tensor f = be.alloc(DType::F32, 1, row.cols());
+        be.from_host(buf.data(), f);
+        be.convert(f, row);
+        break;
+      }
     }
   }
 }
@@ -90,8 +96,14 @@ inline std::vector<double> read(Backend& be, const Tensor& t) {
         std::copy(buf.begin(), buf.end(), dst);
         break;
       }
-      default:
-        fail("test::read: unsupported dtype ", dtype_name(t.dtype()));
+      case DType::BF16: {
+        const Tensor f = be.alloc(DType::F32, 1, row.cols());
+        be.convert(row, f);
+        std::vector<float> buf(cols);
+        be.to_host(f, buf.data());
+        std::copy(buf.begin(), buf.end(), dst);
+        break;
+      }
     }
   }
   return out;

@@ -8,7 +8,7 @@
 #include "cuda_emu.hpp"
 // kernel<<<grid, block, shared_bytes, stream>>>(args...)
 #define WIOLA_LAUNCH(kernel, grid, block, shared_bytes, stream) \
-  ::wiola::emu::make_launch(#kernel, kernel, grid, block, shared_bytes)
+  ((void)(stream), ::wiola::emu::make_launch(#kernel, kernel, grid, block, shared_bytes))
 #define WIOLA_DYNAMIC_SHARED(type, name) \
   type* name = reinterpret_cast<type*>(::wiola::emu::dynamic_shared())
 #else

@@ -1,0 +1,124 @@
+#pragma once
+// The CUDA backend: every Backend op on one device, in bf16 (or fp32) with
+// fp32 statistics, fp32 parameter gradients and fp32 accumulation in every
+// product (cuBLASLt). Work is queued on the backend's own stream; memory is
+// stream-ordered (cudaMallocAsync), so a tensor released while kernels still
+// use it is reused only by work queued after them. Host reads (to_host)
+// synchronise the stream; nothing else does.
+#include <memory>
+#include <span>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "backend/cuda/blas.hpp"
+#include "backend/cuda/runtime.hpp"
+
+namespace wiola::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  // Selects `device` for this process and creates the stream and cuBLASLt handle.
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+
+  Device device() const override { return Device::CUDA; }
+  std::string name() const override;
+  void synchronize() override;
+  Stream stream() const { return stream_; }
+  // Bytes of device memory this backend holds now, and the most it ever held.
+  std::size_t bytes_in_use() const;
+  std::size_t peak_bytes() const;
+
+  Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
+  void fill(const Tensor& t, double value) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
+  void convert(const Tensor& src, const Tensor& dst) override;
+  void to_host(const Tensor& src, void* dst) override;
+  void from_host(const void* src, const Tensor& dst) override;
+  void copy_to_host(const void* src, void* host_dst, std::size_t bytes) override;
+  void copy_from_host(const void* host_src, void* dst, std::size_t bytes) override;
+
+  void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void axpy(double alpha, const Tensor& x, const Tensor& y) override;
+  void scale(const Tensor& x, double alpha) override;
+  void sum(const Tensor& x, const Tensor& acc) override;
+  void sum_squares(const Tensor& x, const Tensor& acc) override;
+
+  void linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) override;
+  void linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
+                       bool accumulate) override;
+  void linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) override;
+
+  void embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) override;
+  void embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) override;
+
+  void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
+                    const Tensor& y, const Tensor& rstd) override;
+  void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, const Tensor& rstd,
+                    const Tensor& dy, const Tensor& dx, bool accumulate, const Tensor& dgamma,
+                    const Tensor& ddelta) override;
+
+  void srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
+                const Tensor& sin_tab, int head_dim, const Tensor& y) override;
+  void srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
+                const Tensor& sin_tab, int head_dim, const Tensor& dx) override;
+
+  void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                     const Tensor& v, std::span<const Tensor> ctx_k,
+                     std::span<const Tensor> ctx_v, const Tensor& phi,
+                     const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
+                     const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx) override;
+  void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                     const Tensor& v, std::span<const Tensor> ctx_k,
+                     std::span<const Tensor> ctx_v, const Tensor& phi,
+                     const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx,
+                     const Tensor& lse_self, const Tensor& lse_ctx, const Tensor& d_o,
+                     const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                     std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
+                     const Tensor& dphi) override;
+
+  void sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) override;
+  void sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy, const Tensor& dg,
+                       const Tensor& dx) override;
+  void silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) override;
+  void silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
+                    const Tensor& du) override;
+  void gelu_fwd(const Tensor& x, const Tensor& y) override;
+  void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) override;
+  void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                  const Tensor& out) override;
+  void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
+                  const Tensor& dlogits, const Tensor& da, const Tensor& db) override;
+
+  void summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
+                   const Tensor& s) override;
+  void summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,
+                   const Tensor& dx) override;
+
+  void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) override;
+  void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
+                      const Tensor& dst) override;
+  void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                      const Tensor& dsrc) override;
+
+  void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
+                         const Tensor& lse) override;
+  void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                         double scale, const Tensor& dlogits) override;
+
+  void adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad, const Tensor& m,
+                  const Tensor& v) override;
+
+ private:
+  struct Memory;
+  int device_;
+  Stream stream_ = nullptr;
+  std::shared_ptr<Memory> memory_;  // shared with every allocation's deleter
+  std::unique_ptr<Blas> blas_;
+};
+
+// Makes the CUDA backend selectable (backend_registry.hpp): called by the
+// tools' main() in builds with CUDA.
+void register_backend();
+
+}  // namespace wiola::cuda

@@ -1,0 +1,71 @@
+#pragma once
+// What every kernel file shares: fp32 arithmetic on fp32 or bf16 storage, the
+// launch shape of elementwise kernels, and deterministic block reductions.
+#include <cstdint>
+
+#include "backend/cuda/cuda_compat.hpp"
+
+namespace wiola::cuda::kernels {
+
+constexpr int kThreads = 256;  // threads per block of the elementwise kernels
+constexpr std::int64_t kMaxBlocks = 4096;
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ double to_double(double v) { return v; }
+__device__ __forceinline__ double to_double(float v) { return v; }
+__device__ __forceinline__ double to_double(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
+
+// Blocks for a grid-stride loop over n elements.
+inline unsigned blocks_for(std::int64_t n) {
+  const std::int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+// Element e of a rows x cols view, row by row.
+struct Index2D {
+  std::int64_t r, c;
+};
+__device__ __forceinline__ Index2D split(std::int64_t e, std::int64_t cols) {
+  return {e / cols, e % cols};
+}
+
+// Sum of `v` over the block (blockDim.x a multiple of 32, at most 1024),
+// combined in a fixed order; every thread gets the result. `scratch` holds
+// 32 values of T in shared memory.
+template <class T>
+__device__ T block_sum(T v, T* scratch) {
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  T total = 0;
+  for (int w = 0; w < warps; ++w) total += scratch[w];
+  return total;
+}
+
+template <class T>
+__device__ T block_max(T v, T* scratch) {
+  for (int m = 16; m > 0; m /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  T best = scratch[0];
+  for (int w = 1; w < warps; ++w) best = fmaxf(best, scratch[w]);
+  return best;
+}
+
+}  // namespace wiola::cuda::kernels

@@ -1,0 +1,168 @@
+// One generic map kernel: NI inputs and NO outputs of one storage type,
+// each a strided view, and a functor computing in fp32 per element.
+#include <array>
+
+#include "backend/cuda/kernels/common.cuh"
+#include "backend/cuda/kernels/elementwise.hpp"
+#include "core/error.hpp"
+
+namespace wiola::cuda::kernels {
+
+namespace {
+
+template <class T>
+struct View {
+  T* p;
+  std::int64_t ld;
+};
+// N views passed by value to a kernel (std::array is not device code).
+template <class T, int N>
+struct Views {
+  View<T> at[N > 0 ? N : 1];
+};
+
+template <class T, int NI, int NO, class F>
+__global__ void map_kernel(std::int64_t rows, std::int64_t cols, Views<const T, NI> in,
+                           Views<T, NO> out, F f) {
+  const std::int64_t n = rows * cols;
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const Index2D i = split(e, cols);
+    float x[NI > 0 ? NI : 1], y[NO];
+    for (int k = 0; k < NI; ++k) x[k] = to_float(in.at[k].p[i.r * in.at[k].ld + i.c]);
+    if constexpr (NI == 0) x[0] = to_float(out.at[0].p[i.r * out.at[0].ld + i.c]);  // in place
+    f(x, y);
+    for (int k = 0; k < NO; ++k) out.at[k].p[i.r * out.at[k].ld + i.c] = from_float<T>(y[k]);
+  }
+}
+
+template <int NI, int NO, class F>
+void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*, NO>& out, F f,
+         Stream s) {
+  const Tensor& shape = *out[0];
+  if (shape.numel() == 0) return;
+  auto launch = [&](auto zero) {
+    using T = decltype(zero);
+    Views<const T, NI> vi{};
+    Views<T, NO> vo{};
+    for (int k = 0; k < NI; ++k) vi.at[k] = {static_cast<const T*>(in[k]->data()), in[k]->ld()};
+    for (int k = 0; k < NO; ++k) vo.at[k] = {static_cast<T*>(out[k]->data()), out[k]->ld()};
+    WIOLA_LAUNCH((map_kernel<T, NI, NO, F>), dim3(blocks_for(shape.numel())), dim3(kThreads), 0,
+                 static_cast<cudaStream_t>(s))(shape.rows(), shape.cols(), vi, vo, f);
+  };
+  if (shape.dtype() == DType::BF16)
+    launch(__nv_bfloat16{});
+  else
+    launch(float{});
+  WIOLA_CHECK_LAUNCH("map_kernel");
+}
+
+__device__ __forceinline__ float sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+
+struct Add {
+  __device__ void operator()(const float* x, float* y) const { y[0] = x[0] + x[1]; }
+};
+struct Axpy {
+  float alpha;
+  __device__ void operator()(const float* x, float* y) const { y[0] = x[1] + alpha * x[0]; }
+};
+struct Scale {
+  float alpha;
+  __device__ void operator()(const float* x, float* y) const { y[0] = x[0] * alpha; }
+};
+struct SigmoidMulFwd {  // (g, x) -> σ(g) x
+  __device__ void operator()(const float* x, float* y) const { y[0] = sigmoid(x[0]) * x[1]; }
+};
+struct SigmoidMulBwd {  // (g, x, dy) -> (dg, dx)
+  __device__ void operator()(const float* x, float* y) const {
+    const float s = sigmoid(x[0]);
+    y[0] = x[2] * x[1] * s * (1.0f - s);
+    y[1] = x[2] * s;
+  }
+};
+struct SiluMulFwd {  // (g, u) -> g σ(g) u
+  __device__ void operator()(const float* x, float* y) const {
+    y[0] = x[0] * sigmoid(x[0]) * x[1];
+  }
+};
+struct SiluMulBwd {  // (g, u, dy) -> (dg, du)
+  __device__ void operator()(const float* x, float* y) const {
+    const float g = x[0], u = x[1], d = x[2], s = sigmoid(g);
+    y[0] = d * u * s * (1.0f + g * (1.0f - s));
+    y[1] = d * g * s;
+  }
+};
+struct GeluFwd {
+  __device__ void operator()(const float* x, float* y) const {
+    y[0] = x[0] * (0.5f * (1.0f + erff(x[0] * kInvSqrt2)));
+  }
+};
+struct GeluBwd {  // (x, dy) -> dx
+  __device__ void operator()(const float* x, float* y) const {
+    const float v = x[0];
+    const float cdf = 0.5f * (1.0f + erff(v * kInvSqrt2));
+    const float pdf = kInvSqrt2Pi * expf(-0.5f * v * v);
+    y[0] = x[1] * (cdf + v * pdf);
+  }
+};
+struct FusionFwd {  // (logits, a, b) -> α a + (1 − α) b
+  __device__ void operator()(const float* x, float* y) const {
+    const float al = sigmoid(x[0]);
+    y[0] = al * x[1] + (1.0f - al) * x[2];
+  }
+};
+struct FusionBwd {  // (logits, a, b, dout) -> (dlogits, da, db)
+  __device__ void operator()(const float* x, float* y) const {
+    const float al = sigmoid(x[0]), d = x[3];
+    y[0] = d * (x[1] - x[2]) * al * (1.0f - al);
+    y[1] = d * al;
+    y[2] = d * (1.0f - al);
+  }
+};
+
+}  // namespace
+
+void add(const Tensor& a, const Tensor& b, const Tensor& out, Stream s) {
+  map<2, 1>({&a, &b}, {&out}, Add{}, s);
+}
+void axpy(double alpha, const Tensor& x, const Tensor& y, Stream s) {
+  map<2, 1>({&x, &y}, {&y}, Axpy{static_cast<float>(alpha)}, s);
+}
+void scale(const Tensor& x, double alpha, Stream s) {
+  map<0, 1>({}, {&x}, Scale{static_cast<float>(alpha)}, s);
+}
+void sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y, Stream s) {
+  map<2, 1>({&g, &x}, {&y}, SigmoidMulFwd{}, s);
+}
+void sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy, const Tensor& dg,
+                     const Tensor& dx, Stream s) {
+  map<3, 2>({&g, &x, &dy}, {&dg, &dx}, SigmoidMulBwd{}, s);
+}
+void silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y, Stream s) {
+  map<2, 1>({&g, &u}, {&y}, SiluMulFwd{}, s);
+}
+void silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
+                  const Tensor& du, Stream s) {
+  map<3, 2>({&g, &u, &dy}, {&dg, &du}, SiluMulBwd{}, s);
+}
+void gelu_fwd(const Tensor& x, const Tensor& y, Stream s) { map<1, 1>({&x}, {&y}, GeluFwd{}, s); }
+void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx, Stream s) {
+  map<2, 1>({&x, &dy}, {&dx}, GeluBwd{}, s);
+}
+void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& out,
+                Stream s) {
+  map<3, 1>({&logits, &a, &b}, {&out}, FusionFwd{}, s);
+}
+void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
+                const Tensor& dlogits, const Tensor& da, const Tensor& db, Stream s) {
+  map<4, 3>({&logits, &a, &b, &dout}, {&dlogits, &da, &db}, FusionBwd{}, s);
+}
+
+}  // namespace wiola::cuda::kernels

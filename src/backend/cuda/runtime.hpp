@@ -1,0 +1,49 @@
+#pragma once
+// The few CUDA runtime calls the backend makes, behind plain C++ signatures.
+// Two implementations: runtime_cuda.cpp (the CUDA runtime) and, for tests on
+// machines without a GPU, the test tree's host stand-in (tests/cuda_emu).
+// Every call is checked: a failure throws wiola::Error naming the call, the
+// source file and line, this process's rank and host, and CUDA's message.
+#include <cstddef>
+#include <string>
+
+namespace wiola::cuda {
+
+using Stream = void*;  // cudaStream_t
+
+struct DeviceProperties {
+  std::string name;
+  int major = 0, minor = 0;  // compute capability
+  std::size_t memory_bytes = 0;
+  int multiprocessors = 0;
+};
+
+// Devices this process can use; 0 without a device or driver (never throws).
+int device_count();
+// Why device_count() is 0 ("no CUDA driver", "no device"), for messages.
+std::string no_device_reason();
+void set_device(int index);
+int current_device();
+DeviceProperties device_properties(int index);
+
+Stream create_stream();
+void destroy_stream(Stream s);
+void synchronize(Stream s);
+
+// Stream-ordered memory: valid for work queued on `s` after the call.
+// Throws wiola::Error naming `what` and the size when the device is full.
+void* allocate(std::size_t bytes, Stream s, const char* what);
+void release(void* p, Stream s);
+void memset_zero(void* p, std::size_t bytes, Stream s);
+void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, Stream s);
+void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, Stream s);
+void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s);
+
+// After a kernel launch: reports a launch error naming the kernel.
+void check_launch(const char* kernel, const char* file, int line);
+#define WIOLA_CHECK_LAUNCH(kernel) ::wiola::cuda::check_launch(kernel, __FILE__, __LINE__)
+
+// Free and total memory of the current device (bytes).
+void memory_info(std::size_t& free_bytes, std::size_t& total_bytes);
+
+}  // namespace wiola::cuda

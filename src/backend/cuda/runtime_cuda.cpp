@@ -1,0 +1,124 @@
+// The CUDA runtime behind backend/cuda/runtime.hpp.
+#include <cuda_runtime.h>
+
+#include "backend/cuda/runtime.hpp"
+#include "core/error.hpp"
+#include "core/process_identity.hpp"
+
+namespace wiola::cuda {
+
+namespace {
+
+[[noreturn]] void fail_call(cudaError_t rc, const char* call, const char* file, int line) {
+  fail("CUDA error in ", call, " at ", file, ":", line, " on ", process_identity().describe(),
+       ": ", cudaGetErrorName(rc), ": ", cudaGetErrorString(rc));
+}
+
+#define WIOLA_CUDA(call)                                               \
+  do {                                                                 \
+    const cudaError_t wiola_rc = (call);                               \
+    if (wiola_rc != cudaSuccess) fail_call(wiola_rc, #call, __FILE__, __LINE__); \
+  } while (0)
+
+cudaStream_t as_stream(Stream s) { return static_cast<cudaStream_t>(s); }
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+std::string no_device_reason() {
+  int n = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&n);
+  cudaGetLastError();
+  if (rc != cudaSuccess) return std::string(cudaGetErrorString(rc));
+  return n == 0 ? "no CUDA device is visible" : "";
+}
+
+void set_device(int index) { WIOLA_CUDA(cudaSetDevice(index)); }
+
+int current_device() {
+  int d = 0;
+  WIOLA_CUDA(cudaGetDevice(&d));
+  return d;
+}
+
+DeviceProperties device_properties(int index) {
+  cudaDeviceProp p{};
+  WIOLA_CUDA(cudaGetDeviceProperties(&p, index));
+  DeviceProperties out;
+  out.name = p.name;
+  out.major = p.major;
+  out.minor = p.minor;
+  out.memory_bytes = p.totalGlobalMem;
+  out.multiprocessors = p.multiProcessorCount;
+  return out;
+}
+
+Stream create_stream() {
+  cudaStream_t s = nullptr;
+  WIOLA_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+void destroy_stream(Stream s) {
+  if (s) cudaStreamDestroy(as_stream(s));  // on the way out: nothing left to report to
+}
+
+void synchronize(Stream s) { WIOLA_CUDA(cudaStreamSynchronize(as_stream(s))); }
+
+void* allocate(std::size_t bytes, Stream s, const char* what) {
+  void* p = nullptr;
+  const cudaError_t rc = cudaMallocAsync(&p, bytes, as_stream(s));
+  if (rc == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    std::size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    fail("CUDA out of memory allocating ", bytes, " bytes for ", what, " on ",
+         process_identity().describe(), " (", free_b, " of ", total_b, " bytes free)");
+  }
+  if (rc != cudaSuccess) fail_call(rc, "cudaMallocAsync", __FILE__, __LINE__);
+  return p;
+}
+
+void release(void* p, Stream s) {
+  if (p) WIOLA_CUDA(cudaFreeAsync(p, as_stream(s)));
+}
+
+void memset_zero(void* p, std::size_t bytes, Stream s) {
+  if (bytes) WIOLA_CUDA(cudaMemsetAsync(p, 0, bytes, as_stream(s)));
+}
+
+void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, Stream s) {
+  if (!bytes) return;
+  WIOLA_CUDA(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, as_stream(s)));
+  WIOLA_CUDA(cudaStreamSynchronize(as_stream(s)));  // the host reads it next
+}
+
+void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, Stream s) {
+  if (!bytes) return;
+  WIOLA_CUDA(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, as_stream(s)));
+  // Pageable host memory: the copy is staged before the call returns, so the
+  // caller may reuse its buffer.
+}
+
+void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (bytes) WIOLA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(s)));
+}
+
+void check_launch(const char* kernel, const char* file, int line) {
+  const cudaError_t rc = cudaGetLastError();
+  if (rc != cudaSuccess) fail_call(rc, kernel, file, line);
+}
+
+void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) {
+  WIOLA_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+}
+
+}  // namespace wiola::cuda

@@ -1,0 +1,77 @@
+#pragma once
+// Op tests written once and run against every CUDA build: the emulated
+// backend (the kernels' own source on host fibers, every CI run) and a real
+// device (tools/gpu-check.sh; skipped with the reason where none is present).
+// Each test runs an op on the CUDA backend in fp32 or bf16 and on the CPU
+// backend in fp64 on the same input values (rounded to the device dtype first,
+// so both see the same numbers), and compares element by element:
+// |device − reference| <= atol + rtol·|reference|.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "support/gradcheck.hpp"
+
+namespace wiola::test {
+
+// Provided by the test binary: the backend under test (null with a reason
+// when it cannot run here) and what it is ("emulated", "device").
+std::unique_ptr<Backend> make_device_backend(std::string& why_not);
+const char* device_kind();
+
+struct Tolerance {
+  double atol = 0, rtol = 0;
+};
+
+// `v` rounded to bf16 (nearest, ties to even), or unchanged for other dtypes.
+double round_to(DType dtype, double v);
+
+// Values given to both backends.
+struct Pair {
+  Tensor ref, dev;  // CPU fp64, device
+  std::vector<double> values;
+};
+
+class DeviceOpTest : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override;
+  DType dtype() const { return GetParam(); }
+  Backend& cpu() { return *cpu_; }
+  Backend& dev() { return *dev_; }
+
+  // An input: uniform in [lo, hi) from `seed`, rounded to the device dtype
+  // (`device_dtype`, default the compute dtype).
+  Pair input(std::int64_t rows, std::int64_t cols, std::uint64_t seed, double lo = -1.0,
+             double hi = 1.0);
+  Pair input_as(DType device_dtype, std::int64_t rows, std::int64_t cols,
+                const std::vector<double>& values);
+  // An output both backends write (zeros), the device's in `device_dtype`.
+  Pair output(std::int64_t rows, std::int64_t cols);
+  Pair output_as(DType device_dtype, std::int64_t rows, std::int64_t cols);
+  Pair index(const std::vector<std::int32_t>& idx);
+  // Copies the reference tensor's values into the device tensor (outputs that
+  // an op accumulates into start equal).
+  void same_start(Pair& p, const std::vector<double>& values);
+
+  // Compares and records the largest error of this op and dtype.
+  void expect_close(const std::string& what, const Pair& p, Tolerance tol);
+  // Bf16 or fp32 tolerance by the test's dtype.
+  Tolerance tol(Tolerance f32, Tolerance bf16) const {
+    return dtype() == DType::BF16 ? bf16 : f32;
+  }
+
+ private:
+  std::unique_ptr<Backend> cpu_, dev_;
+};
+
+std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info);
+
+#define WIOLA_DEVICE_OP_SUITE(suite)                                                   \
+  INSTANTIATE_TEST_SUITE_P(Dtypes, suite, ::testing::Values(DType::F32, DType::BF16), \
+                           ::wiola::test::dtype_param_name)
+
+}  // namespace wiola::test

@@ -1,0 +1,196 @@
+// The CUDA backend's memory, elementwise, reduction, linear and optimizer ops
+// against the CPU backend in fp64 (device_compare.hpp), in fp32 and bf16.
+#include <limits>
+
+#include "device_compare.hpp"
+
+namespace wiola::test {
+namespace {
+
+class CudaMemoryOps : public DeviceOpTest {};
+class CudaElementwiseOps : public DeviceOpTest {};
+class CudaReductionOps : public DeviceOpTest {};
+class CudaLinearOps : public DeviceOpTest {};
+class CudaOptimizerOps : public DeviceOpTest {};
+
+TEST_P(CudaMemoryOps, FillCopyConvertAndHostTransfersAreExact) {
+  Pair a = input(7, 13, 1);
+  // Host round trip of a contiguous tensor.
+  EXPECT_EQ(read(dev(), a.dev), a.values);
+  // Strided copy: columns [3, 9) of a into a fresh tensor.
+  Pair sub = output(7, 6);
+  cpu().copy(a.ref.cols_slice(3, 9), sub.ref);
+  dev().copy(a.dev.cols_slice(3, 9), sub.dev);
+  expect_close("copy of a column slice", sub, {0, 0});
+  // Fill of a strided view.
+  cpu().fill(a.ref.cols_slice(2, 5), 0.75);
+  dev().fill(a.dev.cols_slice(2, 5), 0.75);
+  expect_close("fill of a column slice", a, {0, 0});
+  // Conversion to fp32 and back.
+  const Tensor f = dev().alloc(DType::F32, 7, 13);
+  dev().convert(a.dev, f);
+  EXPECT_EQ(read(dev(), f), read(dev(), a.dev));
+  // fp32 -> bf16 rounds to nearest even, as round_to does.
+  const std::vector<double> fine = random_vector(64, 2, -3, 3);
+  const Tensor src = upload(dev(), DType::F32, 8, 8, fine);
+  const Tensor b16 = dev().alloc(DType::BF16, 8, 8);
+  dev().convert(src, b16);
+  const std::vector<double> got = read(dev(), b16);
+  for (std::size_t i = 0; i < fine.size(); ++i)
+    ASSERT_EQ(got[i], round_to(DType::BF16, double(float(fine[i])))) << i;
+}
+
+TEST_P(CudaMemoryOps, AllocationsAreZeroedAndIndexTensorsWork) {
+  const Tensor z = dev().alloc(dtype(), 33, 17);
+  for (double v : read(dev(), z)) ASSERT_EQ(v, 0.0);
+  Pair idx = index({5, -1, 7, 0});
+  EXPECT_EQ(read(dev(), idx.dev), (std::vector<double>{5, -1, 7, 0}));
+}
+
+TEST_P(CudaElementwiseOps, AddAxpyScale) {
+  const Tolerance t = tol({1e-7, 1e-6}, {1e-6, 8e-3});
+  Pair a = input(9, 70, 3), b = input(9, 70, 4), out = output(9, 70);
+  cpu().add(a.ref, b.ref, out.ref);
+  dev().add(a.dev, b.dev, out.dev);
+  expect_close("add", out, t);
+  cpu().axpy(-0.375, a.ref, b.ref);
+  dev().axpy(-0.375, a.dev, b.dev);
+  expect_close("axpy", b, t);
+  // In place on a strided view.
+  cpu().scale(a.ref.cols_slice(10, 50), 1.5);
+  dev().scale(a.dev.cols_slice(10, 50), 1.5);
+  expect_close("scale of a column slice", a, t);
+}
+
+TEST_P(CudaElementwiseOps, GatesActivationsAndFusionForwardAndBackward) {
+  const Tolerance t = tol({1e-6, 1e-5}, {1e-5, 8e-3});
+  const int n = 11, c = 97;
+  Pair g = input(n, c, 5, -6, 6), x = input(n, c, 6, -2, 2), dy = input(n, c, 7);
+  Pair y = output(n, c), dg = output(n, c), dx = output(n, c);
+  cpu().sigmoid_mul_fwd(g.ref, x.ref, y.ref);
+  dev().sigmoid_mul_fwd(g.dev, x.dev, y.dev);
+  expect_close("sigmoid_mul_fwd", y, t);
+  cpu().sigmoid_mul_bwd(g.ref, x.ref, dy.ref, dg.ref, dx.ref);
+  dev().sigmoid_mul_bwd(g.dev, x.dev, dy.dev, dg.dev, dx.dev);
+  expect_close("sigmoid_mul_bwd dg", dg, t);
+  expect_close("sigmoid_mul_bwd dx", dx, t);
+
+  cpu().silu_mul_fwd(g.ref, x.ref, y.ref);
+  dev().silu_mul_fwd(g.dev, x.dev, y.dev);
+  expect_close("silu_mul_fwd", y, t);
+  cpu().silu_mul_bwd(g.ref, x.ref, dy.ref, dg.ref, dx.ref);
+  dev().silu_mul_bwd(g.dev, x.dev, dy.dev, dg.dev, dx.dev);
+  expect_close("silu_mul_bwd dg", dg, t);
+  expect_close("silu_mul_bwd du", dx, t);
+
+  cpu().gelu_fwd(g.ref, y.ref);
+  dev().gelu_fwd(g.dev, y.dev);
+  expect_close("gelu_fwd", y, t);
+  cpu().gelu_bwd(g.ref, dy.ref, dx.ref);
+  dev().gelu_bwd(g.dev, dy.dev, dx.dev);
+  expect_close("gelu_bwd", dx, t);
+
+  Pair a = input(n, c, 8), b = input(n, c, 9), db = output(n, c);
+  cpu().fusion_fwd(g.ref, a.ref, b.ref, y.ref);
+  dev().fusion_fwd(g.dev, a.dev, b.dev, y.dev);
+  expect_close("fusion_fwd", y, t);
+  cpu().fusion_bwd(g.ref, a.ref, b.ref, dy.ref, dg.ref, dx.ref, db.ref);
+  dev().fusion_bwd(g.dev, a.dev, b.dev, dy.dev, dg.dev, dx.dev, db.dev);
+  expect_close("fusion_bwd dlogits", dg, t);
+  expect_close("fusion_bwd da", dx, t);
+  expect_close("fusion_bwd db", db, t);
+}
+
+TEST_P(CudaElementwiseOps, MixedDtypesAreRefusedByName) {
+  const Tensor a = dev().alloc(dtype(), 2, 2);
+  const Tensor other = dev().alloc(dtype() == DType::BF16 ? DType::F32 : DType::BF16, 2, 2);
+  try {
+    dev().add(a, other, a);
+    FAIL() << "mixed dtypes accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("add: b is"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(dev().add(a, cpu().alloc(DType::F32, 2, 2), a), Error);  // a CPU tensor
+}
+
+TEST_P(CudaReductionOps, SumAndSumSquaresAccumulateInDouble) {
+  // Several 4096-element chunks, a strided view, and a start value in the accumulator.
+  Pair x = input(37, 401, 10, -3, 3);
+  for (bool squares : {false, true}) {
+    Pair acc = output_as(DType::F64, 1, 1);
+    same_start(acc, {0.25});
+    const Tensor view_ref = x.ref.cols_slice(5, 400), view_dev = x.dev.cols_slice(5, 400);
+    if (squares) {
+      cpu().sum_squares(view_ref, acc.ref);
+      dev().sum_squares(view_dev, acc.dev);
+    } else {
+      cpu().sum(view_ref, acc.ref);
+      dev().sum(view_dev, acc.dev);
+    }
+    expect_close(squares ? "sum_squares" : "sum", acc, {1e-9, 1e-12});
+  }
+  // NaN propagates.
+  std::vector<double> v(5000, 1.0);
+  v[4321] = std::numeric_limits<double>::quiet_NaN();
+  const Tensor bad = upload(dev(), dtype(), 1, 5000, v);
+  const Tensor acc = dev().alloc(DType::F64, 1, 1);
+  dev().sum_squares(bad, acc);
+  EXPECT_TRUE(std::isnan(read(dev(), acc)[0]));
+}
+
+TEST_P(CudaLinearOps, ForwardAndBothBackwardsOnStridedViews) {
+  const int n = 45, in = 96, out = 40;
+  // x and dy are column slices of wider buffers (ld > cols).
+  Pair xw = input(n, in + 16, 11), w = input(out, in, 12), dyw = input(n, out + 8, 13);
+  const Tensor x_ref = xw.ref.cols_slice(16, in + 16), x_dev = xw.dev.cols_slice(16, in + 16);
+  const Tensor dy_ref = dyw.ref.cols_slice(0, out), dy_dev = dyw.dev.cols_slice(0, out);
+  const Tolerance t = tol({1e-5, 1e-5}, {2e-2, 8e-3});
+
+  Pair y = output(n, out);
+  same_start(y, random_vector(std::size_t(n) * out, 14));
+  cpu().linear_fwd(x_ref, w.ref, y.ref, true);
+  dev().linear_fwd(x_dev, w.dev, y.dev, true);
+  expect_close("linear_fwd (accumulate)", y, t);
+  cpu().linear_fwd(x_ref, w.ref, y.ref, false);
+  dev().linear_fwd(x_dev, w.dev, y.dev, false);
+  expect_close("linear_fwd", y, t);
+
+  Pair dx = output(n, in);
+  cpu().linear_bwd_data(dy_ref, w.ref, dx.ref, false);
+  dev().linear_bwd_data(dy_dev, w.dev, dx.dev, false);
+  expect_close("linear_bwd_data", dx, t);
+
+  // Weight gradients are fp32 whatever the compute dtype, added to what is there.
+  Pair dw = output_as(DType::F32, out, in);
+  same_start(dw, random_vector(std::size_t(out) * in, 15));
+  cpu().linear_bwd_weight(dy_ref, x_ref, dw.ref);
+  dev().linear_bwd_weight(dy_dev, x_dev, dw.dev);
+  expect_close("linear_bwd_weight (fp32 accumulate)", dw, {1e-5, 1e-5});
+}
+
+TEST_P(CudaOptimizerOps, AdamWOnFp32MasterWeights) {
+  const int n = 1000;
+  Pair p = input_as(DType::F32, 1, n, random_vector(n, 16));
+  Pair g = input_as(DType::F32, 1, n, random_vector(n, 17, -0.1, 0.1));
+  Pair m = input_as(DType::F32, 1, n, random_vector(n, 18, -0.01, 0.01));
+  Pair v = input_as(DType::F32, 1, n, random_vector(n, 19, 0.0, 0.001));
+  const Backend::AdamW h{3e-4, 0.9, 0.95, 1e-8, 0.1, 0.5, 7};
+  cpu().adamw_step(h, p.ref, g.ref, m.ref, v.ref);
+  dev().adamw_step(h, p.dev, g.dev, m.dev, v.dev);
+  // The device stores fp32; the reference fp64: the difference is fp32 rounding.
+  expect_close("adamw param", p, {1e-7, 1e-6});
+  expect_close("adamw m", m, {1e-9, 1e-6});
+  expect_close("adamw v", v, {1e-11, 1e-6});
+  // Master weights must be fp32.
+  const Tensor b16 = dev().alloc(DType::BF16, 1, 4);
+  EXPECT_THROW(dev().adamw_step(h, b16, b16, b16, b16), Error);
+}
+
+WIOLA_DEVICE_OP_SUITE(CudaMemoryOps);
+WIOLA_DEVICE_OP_SUITE(CudaElementwiseOps);
+WIOLA_DEVICE_OP_SUITE(CudaReductionOps);
+WIOLA_DEVICE_OP_SUITE(CudaLinearOps);
+WIOLA_DEVICE_OP_SUITE(CudaOptimizerOps);
+
+}  // namespace
+}  // namespace wiola::test

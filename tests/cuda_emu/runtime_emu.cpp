@@ -1,0 +1,66 @@
+// Host stand-ins for the CUDA runtime calls of backend/cuda/runtime.hpp:
+// "device" memory is host memory, streams are in-order by construction (the
+// emulated kernels run to completion at their launch), copies are memcpy.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backend/cuda/runtime.hpp"
+#include "core/error.hpp"
+
+namespace wiola::cuda {
+
+int device_count() { return 1; }
+std::string no_device_reason() { return ""; }
+void set_device(int index) {
+  require(index == 0, "the emulated CUDA runtime has one device, asked for ", index);
+}
+int current_device() { return 0; }
+
+DeviceProperties device_properties(int index) {
+  require(index == 0, "the emulated CUDA runtime has one device, asked for ", index);
+  DeviceProperties p;
+  p.name = "emulated CUDA device (host fibers)";
+  p.major = 9;
+  p.minor = 0;
+  p.memory_bytes = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
+                   static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+  p.multiprocessors = 1;
+  return p;
+}
+
+Stream create_stream() {
+  static int token = 0;
+  return &token;
+}
+void destroy_stream(Stream) {}
+void synchronize(Stream) {}
+
+void* allocate(std::size_t bytes, Stream, const char* what) {
+  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  require(p != nullptr, "emulated CUDA: out of memory allocating ", bytes, " bytes for ", what);
+  std::memset(p, 0xA5, bytes);  // device memory is not zeroed
+  return p;
+}
+void release(void* p, Stream) { std::free(p); }
+void memset_zero(void* p, std::size_t bytes, Stream) { std::memset(p, 0, bytes); }
+void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream) {
+  if (bytes) std::memmove(dst, src, bytes);
+}
+void check_launch(const char*, const char*, int) {}
+
+void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) {
+  total_bytes = device_properties(0).memory_bytes;
+  free_bytes = static_cast<std::size_t>(sysconf(_SC_AVPHYS_PAGES)) *
+               static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+}  // namespace wiola::cuda
