@@ -24,6 +24,12 @@ std::string_view dtype_name(DType t);
 // Parses "fp32" / "f32" / "float32", "fp64" / ..., "bf16", "i32"; throws on anything else.
 DType parse_dtype(std::string_view s);
 
+// Mixed precision (SPEC "On GPU"): with bf16 compute, statistics (norm
+// rstd, log-sum-exps, losses, SRPE tables), parameter gradients and the
+// optimizer's master weights and moments are fp32. Otherwise all of them are
+// the compute dtype itself (fp32, or fp64 for gradient checks on the CPU).
+constexpr DType wide_dtype(DType compute) { return compute == DType::BF16 ? DType::F32 : compute; }
+
 template <class T> struct dtype_of;
 template <> struct dtype_of<float> { static constexpr DType value = DType::F32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::F64; };

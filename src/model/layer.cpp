@@ -77,8 +77,12 @@ Tensor DecoderLayer::alloc(std::int64_t rows, std::int64_t cols) const {
   return be_.alloc(sh_.dtype, rows, cols);
 }
 
+Tensor DecoderLayer::alloc_stats(std::int64_t rows, std::int64_t cols) const {
+  return be_.alloc(wide_dtype(sh_.dtype), rows, cols);
+}
+
 TokenPlan DecoderLayer::atm_plan(const Tensor& xn, int batch, int seq) const {
-  Tensor rho = alloc(xn.rows(), 1);
+  Tensor rho = alloc_stats(xn.rows(), 1);
   be_.row_cosine_next(xn, batch, seq, rho);
   const std::vector<double> host = to_host_f64(be_, rho);
   std::vector<SequenceMerge> merges;
@@ -101,7 +105,7 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
   s.seq = seq;
   s.x = x;
   s.xn = alloc(N, d);
-  s.rstd1 = alloc(N, 1);
+  s.rstd1 = alloc_stats(N, 1);
   be_.wrmsnorm_fwd(x, w_.attn_gamma, w_.attn_delta, c_.eps, s.xn, s.rstd1);
 
   // The plan is plain unless the caller handed us nothing: then ATM decides.
@@ -128,7 +132,7 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
   s.xh = alloc(N, d);
   be_.add(x, a, s.xh);
   s.xn2 = alloc(N, d);
-  s.rstd2 = alloc(N, 1);
+  s.rstd2 = alloc_stats(N, 1);
   be_.wrmsnorm_fwd(s.xh, w_.ffn_gamma, w_.ffn_delta, c_.eps, s.xn2, s.rstd2);
   Tensor f = dsff_forward(s.xn2, s);
   Tensor out = alloc(N, d);
@@ -168,8 +172,8 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   s.o = alloc(N, hd);
   s.o_self = alloc(N, hd);
   s.o_ctx = alloc(N, hd);
-  s.lse_self = alloc(N, c_.H);
-  s.lse_ctx = alloc(N, c_.H);
+  s.lse_self = alloc_stats(N, c_.H);
+  s.lse_ctx = alloc_stats(N, c_.H);
   be_.attention_fwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o, s.o_self,
                     s.o_ctx, s.lse_self, s.lse_ctx);
 

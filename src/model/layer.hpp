@@ -76,6 +76,7 @@ class DecoderLayer {
 
  private:
   Tensor alloc(std::int64_t rows, std::int64_t cols) const;
+  Tensor alloc_stats(std::int64_t rows, std::int64_t cols) const;  // fp32 with bf16 compute
   Tensor attention_forward(const Tensor& xq, const Tensor& xkv, std::span<const Tensor> ctx,
                            const DevicePlan& plan, int batch, int seq, LayerSaved& s);
   Tensor attention_backward(const Tensor& da, std::span<const Tensor> ctx,

@@ -40,7 +40,7 @@ void from_host_f64(Backend& be, const std::vector<double>& host, const Tensor& t
 ParamStore::ParamStore(Backend& backend, ParamLayout layout, DType dtype)
     : backend_(&backend), layout_(std::move(layout)), dtype_(dtype) {
   params_ = backend.alloc(dtype, 1, layout_.total());
-  grads_ = backend.alloc(dtype, 1, layout_.total());
+  grads_ = backend.alloc(wide_dtype(dtype), 1, layout_.total());
   require(params_.defined(), "parameter buffer allocation failed");
   for (std::size_t i = 0; i < layout_.entries().size(); ++i) index_[layout_.entries()[i].name] = i;
 }
@@ -69,7 +69,7 @@ const Tensor& ParamStore::grads() const {
 
 void ParamStore::zero_grads() {
   if (!grads_.defined())
-    grads_ = backend_->alloc(dtype_, 1, layout_.total());  // allocation zero-fills
+    grads_ = backend_->alloc(wide_dtype(dtype_), 1, layout_.total());  // allocation zero-fills
   else
     backend_->fill(grads_, 0.0);
 }

@@ -1,6 +1,8 @@
 #pragma once
 // A stage's parameters and gradients: two flat backend buffers with the same
-// layout (param_layout.hpp) and named views into them.
+// layout (param_layout.hpp) and named views into them. Parameters are in the
+// compute dtype; gradients in wide_dtype() of it (fp32 when computing in bf16,
+// so micro-batches accumulate in fp32).
 #include <cstdint>
 #include <string>
 #include <unordered_map>

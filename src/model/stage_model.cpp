@@ -21,8 +21,9 @@ StageModel::StageModel(Backend& backend, const ModelConfig& config, const StageS
   std::vector<double> cos_tab, sin_tab;
   srpe_coefficients(config_.T, config_.head_dim(), config_.theta0, config_.k_s, config_.a_s,
                     config_.f_s, cos_tab, sin_tab);
-  shared_.srpe_cos = alloc(config_.T, half);
-  shared_.srpe_sin = alloc(config_.T, half);
+  // The coefficients stay fp32 when computing in bf16 (SPEC: angles with care).
+  shared_.srpe_cos = backend_.alloc(wide_dtype(dtype_), config_.T, half);
+  shared_.srpe_sin = backend_.alloc(wide_dtype(dtype_), config_.T, half);
   from_host_f64(backend_, cos_tab, shared_.srpe_cos);
   from_host_f64(backend_, sin_tab, shared_.srpe_sin);
   for (int l = spec_.first_layer; l < spec_.end_layer; ++l)
@@ -99,7 +100,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   if (spec_.head) {
     saved.x_last = x;
     saved.xf = alloc(N, d);
-    saved.rstd_f = alloc(N, 1);
+    saved.rstd_f = backend_.alloc(wide_dtype(dtype_), N, 1);
     backend_.wrmsnorm_fwd(x, params_.param(param_names::kFinalNormGamma), params_.param(param_names::kFinalNormDelta),
                           config_.eps, saved.xf, saved.rstd_f);
     saved.logits = alloc(N, config_.V);
@@ -107,8 +108,8 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     require(in.targets.defined() && in.targets.rows() == N, "forward: last stage needs ", N,
             " targets");
     saved.targets = in.targets;
-    Tensor loss = alloc(N, 1);
-    saved.lse = alloc(N, 1);
+    Tensor loss = backend_.alloc(wide_dtype(dtype_), N, 1);
+    saved.lse = backend_.alloc(wide_dtype(dtype_), N, 1);
     backend_.cross_entropy_fwd(saved.logits, in.targets, loss, saved.lse);
     out.loss_sum = in.loss_sum.defined() ? in.loss_sum : backend_.alloc(DType::F64, 1, 1);
     backend_.sum(loss, out.loss_sum);

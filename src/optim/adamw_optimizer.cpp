@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "model/param_store.hpp"
 
 namespace wiola {
 
@@ -20,8 +21,18 @@ AdamWOptimizer::AdamWOptimizer(Backend& backend, const ParamLayout& layout, DTyp
     else
       segments_.push_back({lo - begin, hi - lo, p.decay});
   }
-  m_ = backend.alloc(dtype, 1, end - begin);
-  v_ = backend.alloc(dtype, 1, end - begin);
+  const DType state = wide_dtype(dtype);
+  m_ = backend.alloc(state, 1, end - begin);
+  v_ = backend.alloc(state, 1, end - begin);
+  if (state != dtype) master_ = backend.alloc(state, 1, end - begin);
+}
+
+void AdamWOptimizer::take_master_from(const Tensor& params) {
+  if (master_.defined()) backend_.convert(params, master_);
+}
+
+void AdamWOptimizer::load_master(const std::vector<double>& values) {
+  if (master_.defined()) from_host_f64(backend_, values, master_);
 }
 
 void AdamWOptimizer::step(const Tensor& params, const Tensor& grads, double lr,
@@ -29,12 +40,14 @@ void AdamWOptimizer::step(const Tensor& params, const Tensor& grads, double lr,
   require(params.numel() == end_ - begin_ && grads.numel() == end_ - begin_,
           "optimizer step: tensors of ", params.numel(), " elements for a shard of ",
           end_ - begin_);
+  const Tensor weights = master(params);
   for (const Segment& s : segments_) {
     Backend::AdamW h{lr, config_.beta1, config_.beta2, config_.eps,
                      s.decay ? config_.weight_decay : 0.0, grad_scale, step};
-    backend_.adamw_step(h, params.range(s.offset, s.length), grads.range(s.offset, s.length),
+    backend_.adamw_step(h, weights.range(s.offset, s.length), grads.range(s.offset, s.length),
                         m_.range(s.offset, s.length), v_.range(s.offset, s.length));
   }
+  if (master_.defined()) backend_.convert(master_, params);  // round into the bf16 weights
 }
 
 }  // namespace wiola

@@ -85,9 +85,10 @@ std::string save_checkpoint(const CheckpointContext& ctx, const std::string& sav
     char fname[32];
     std::snprintf(fname, sizeof fname, "rank-%05d.h5", world.rank());
     Backend& be = ctx.model.backend();
-    const std::vector<double> params = to_host_f64(be, ctx.model.params().params());
-    // The moments cover the optimizer's range; index them in flat coordinates.
+    // Parameters (the fp32 master copy where the weights are bf16) and both
+    // moments cover the optimizer's range; index them in flat coordinates.
     AdamWOptimizer& adam = ctx.optimizer.adam();
+    const std::vector<double> params = to_host_f64(be, ctx.optimizer.master());
     const std::vector<double> m = to_host_f64(be, adam.exp_avg());
     const std::vector<double> v = to_host_f64(be, adam.exp_avg_sq());
     const std::int64_t mb = adam.begin();
@@ -95,7 +96,7 @@ std::string save_checkpoint(const CheckpointContext& ctx, const std::string& sav
     for (const OwnedSlice& s : mine) {
       const ParamSpec& p = *s.param;
       const std::int64_t n = s.hi - s.lo, first = s.lo - p.offset;
-      w.add(p.name, StateKind::Param, p.rows, p.cols, first, params.data() + s.lo, n);
+      w.add(p.name, StateKind::Param, p.rows, p.cols, first, params.data() + (s.lo - mb), n);
       w.add(p.name, StateKind::ExpAvg, p.rows, p.cols, first, m.data() + (s.lo - mb), n);
       w.add(p.name, StateKind::ExpAvgSq, p.rows, p.cols, first, v.data() + (s.lo - mb), n);
       if (ctx.observer) ctx.observer->on_checkpoint_write(info.step);
@@ -172,6 +173,8 @@ CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& 
     }
     from_host_f64(model.backend(), ma, adam.exp_avg());
     from_host_f64(model.backend(), va, adam.exp_avg_sq());
+    // The stored parameters are the master weights: exact in the fp32 copy.
+    adam.load_master(std::vector<double>(params.begin() + b, params.begin() + e));
     ctx.optimizer.set_updates(m.has_optimizer_state ? m.updates : 0);
   });
   CheckpointInfo info;

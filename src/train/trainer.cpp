@@ -200,6 +200,7 @@ void Trainer::restore() {
               ")");
       for (const NamedArray& arr : w.arrays)
         if (model_->params().has(arr.name)) model_->params().set(arr.name, arr.data);
+      optimizer_->take_master_from_params();
     });
   }
   std::optional<std::string> dir;

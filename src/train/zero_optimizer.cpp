@@ -43,8 +43,10 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
   const std::int64_t opt_end = stage_ == 0 ? total_ : shard_end_;
   adam_ = std::make_unique<AdamWOptimizer>(model.backend(), layout, model.dtype(), opt_begin,
                                            opt_end, adam);
+  adam_->take_master_from(model.params().params().range(opt_begin, opt_end - opt_begin));
   if (stage_ >= 1)
-    shard_grads_ = model.backend().alloc(model.dtype(), 1, shard_end_ - shard_begin_);
+    shard_grads_ =
+        model.backend().alloc(wide_dtype(model.dtype()), 1, shard_end_ - shard_begin_);
 }
 
 ZeroOptimizer::~ZeroOptimizer() {
@@ -130,6 +132,16 @@ void ZeroOptimizer::add_owned_sum_squares(const Tensor& acc) {
   };
   add_range(shard_begin_, std::min(shard_end_, std::max(shard_begin_, skip_begin)));
   add_range(std::max(shard_begin_, std::min(shard_end_, skip_end)), shard_end_);
+}
+
+void ZeroOptimizer::take_master_from_params() {
+  adam_->take_master_from(
+      model_.params().params().range(adam_->begin(), adam_->end() - adam_->begin()));
+}
+
+Tensor ZeroOptimizer::master() const {
+  return adam_->master(
+      model_.params().params().range(adam_->begin(), adam_->end() - adam_->begin()));
 }
 
 void ZeroOptimizer::step(double lr, double grad_scale) {

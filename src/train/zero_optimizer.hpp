@@ -44,6 +44,11 @@ class ZeroOptimizer {
   ~ZeroOptimizer();
 
   AdamWOptimizer& adam() { return *adam_; }
+  // The weights of the optimizer's range [adam().begin(), adam().end()): the
+  // fp32 master copy with bf16 parameters, else a view of the parameters.
+  Tensor master() const;
+  // The parameters were set from outside (imported weights): refresh the master.
+  void take_master_from_params();
 
   // ZeRO-2: layer l's gradient is final for this step; start reducing it.
   void on_layer_grads_final(int layer);
