@@ -92,7 +92,7 @@ std::string save_checkpoint(const CheckpointContext& ctx, const std::string& sav
     const std::vector<double> m = to_host_f64(be, adam.exp_avg());
     const std::vector<double> v = to_host_f64(be, adam.exp_avg_sq());
     const std::int64_t mb = adam.begin();
-    CheckpointFileWriter w(partial, fname, ctx.model.dtype());
+    CheckpointFileWriter w(partial, fname, wide_dtype(ctx.model.dtype()));
     for (const OwnedSlice& s : mine) {
       const ParamSpec& p = *s.param;
       const std::int64_t n = s.hi - s.lo, first = s.lo - p.offset;

@@ -25,6 +25,15 @@ namespace wiola {
 std::string default_train_file() { return WIOLA_EMBEDDED_TRAIN; }
 std::string default_val_file() { return WIOLA_EMBEDDED_VAL; }
 
+std::string_view device_choice_name(DeviceChoice d) {
+  switch (d) {
+    case DeviceChoice::Auto: return "auto";
+    case DeviceChoice::CPU: return "cpu";
+    case DeviceChoice::CUDA: return "cuda";
+  }
+  return "auto";
+}
+
 TokenBudget TokenBudget::parse(const std::string& text) {
   TokenBudget b;
   if (text.empty()) return b;
@@ -118,7 +127,13 @@ void TrainOptions::validate() const {
   require(eval_batches > 0, "--eval-batches must be positive");
   require(zero >= 0 && zero <= 2, "--zero must be 0, 1 or 2, got ", zero);
   require(comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
-  require(dtype == DType::F32 || dtype == DType::F64, "--dtype must be fp32 or fp64 on the CPU");
+  if (dtype_explicit && device == DeviceChoice::CPU)
+    require(dtype == DType::F32 || dtype == DType::F64, "--dtype ", dtype_name(dtype),
+            ": the CPU computes in fp32 or fp64");
+  if (dtype_explicit && device == DeviceChoice::CUDA)
+    require(dtype == DType::BF16 || dtype == DType::F32, "--dtype ", dtype_name(dtype),
+            ": CUDA computes in bf16 or fp32");
+  require(dtype != DType::I32, "--dtype must be a floating type");
   require(!train_files.empty(), "--train-data: no training files");
   require(val_fraction >= 0 && val_fraction < 1, "--val-fraction must be in [0, 1), got ",
           val_fraction);
@@ -152,7 +167,9 @@ std::string to_ini(const TrainOptions& o) {
   os.precision(17);
   os << "preset = " << o.model.preset << "\n";
   write_model_ini(os, o.model);
-  os << "dtype = " << dtype_name(o.dtype) << "\nseed = " << o.seed << "\n";
+  os << "device = " << device_choice_name(o.device) << "\ndtype = "
+     << (o.dtype_explicit ? std::string(dtype_name(o.dtype)) : std::string("auto"))
+     << "\nseed = " << o.seed << "\n";
   for (const auto& f : o.train_files) os << "train-data = " << f << "\n";
   for (const auto& f : o.val_files) os << "val-data = " << f << "\n";
   if (!o.data_weights.empty()) {
@@ -185,7 +202,7 @@ namespace {
 std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::ostream& out,
                                        const std::string* ini_text) {
   TrainOptions o;
-  std::string preset_name, dtype_name = "fp32", config_file;
+  std::string preset_name, dtype_text = "auto", device_text = "auto", config_file;
   std::string train_tokens, resume = "none", schedule = "1f1b";
   std::vector<std::string> train_files, val_files;
   std::string data_weights_text;
@@ -201,7 +218,8 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("preset", po::value(&preset_name)->default_value("wiola-mini"), "wiola-120m | wiola-360m | wiola-700m | wiola-1.5b | wiola-tiny | wiola-mini | wiola-small");
   add_model_options(model);
   model.add_options()
-      ("dtype", po::value(&dtype_name)->default_value("fp32"), "compute type on the CPU: fp32 | fp64")
+      ("device", po::value(&device_text)->default_value("auto"), "where to train: auto (cuda when built and a device is visible, else cpu) | cpu | cuda")
+      ("dtype", po::value(&dtype_text)->default_value("auto"), "compute type: auto (bf16 on cuda, fp32 on cpu) | bf16 | fp32 (both devices) | fp64 (cpu)")
       ("seed", po::value(&o.seed)->default_value(1234), "seed of the initialisation and the sample order");
 
   po::options_description data("Data");
@@ -282,7 +300,16 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   o.model = preset(preset_name);
   apply_model_options(vm, o.model);
   o.vocab_explicit = vm.count("vocab") > 0;
-  o.dtype = parse_dtype(dtype_name);
+  if (device_text == "auto")
+    o.device = DeviceChoice::Auto;
+  else if (device_text == "cpu")
+    o.device = DeviceChoice::CPU;
+  else if (device_text == "cuda")
+    o.device = DeviceChoice::CUDA;
+  else
+    fail("--device must be auto, cpu or cuda, got '", device_text, "'");
+  o.dtype_explicit = dtype_text != "auto";
+  if (o.dtype_explicit) o.dtype = parse_dtype(dtype_text);
   o.train_tokens = TokenBudget::parse(train_tokens);
   o.resume = ResumeFrom::parse(resume);
   try {

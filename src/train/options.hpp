@@ -34,11 +34,23 @@ struct ResumeFrom {
   std::string text() const;
 };
 
+// --device: where the stage runs.
+enum class DeviceChoice : std::uint8_t {
+  Auto,  // CUDA when this build has it and a device is visible, else the CPU
+  CPU,
+  CUDA,
+};
+std::string_view device_choice_name(DeviceChoice d);
+
 struct TrainOptions {
   // Model
   ModelConfig model;
   bool vocab_explicit = false;  // --vocab given: else the dataset's vocabulary is adopted
+  DeviceChoice device = DeviceChoice::Auto;
+  // Compute dtype: fp32 | fp64 on the CPU, bf16 | fp32 on CUDA. When not given
+  // (--dtype auto) the trainer takes bf16 on CUDA and fp32 on the CPU.
   DType dtype = DType::F32;
+  bool dtype_explicit = false;
   std::uint64_t seed = 1234;
 
   // Data

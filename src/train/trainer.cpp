@@ -29,6 +29,7 @@
 #include "train/backend_staging.hpp"
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
+#include "train/device_choice.hpp"
 #include "train/stop_signal.hpp"
 #include "train/zero_optimizer.hpp"
 
@@ -103,6 +104,7 @@ class Trainer {
   int microbatches_ = 0;
   std::int64_t total_steps_ = 0;
   std::int64_t start_step_ = 1, sample_base_ = 0;
+  std::string device_description_;
   Tensor totals_;  // F64 [1, 3]: Σ g², Σ loss, tokens (backend memory)
   StageExecutor::Result last_run_;  // the latest step's, for observers
 
@@ -136,6 +138,10 @@ void Trainer::resolve_configuration() {
     }
     if (val_data_) require_same_tokenizer(probe, TokenDataset(*val_data_, opts_.model.T));
     opts_.validate();
+    ChosenBackend chosen = choose_backend(opts_.device, opts_.dtype, opts_.dtype_explicit);
+    backend_ = std::move(chosen.backend);
+    opts_.dtype = chosen.dtype;
+    device_description_ = chosen.description;
     specs_ = opts_.stage_layers.empty()
                  ? partition_layers(opts_.model, opts_.pp)
                  : parse_stage_layers(opts_.stage_layers, opts_.model, opts_.pp);
@@ -151,7 +157,6 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   microbatches_ = opts_.micro_batches_per_rank();
   total_steps_ = opts_.total_steps();
 
-  backend_ = make_cpu_backend();
   if (backend_->device() != Device::CPU)
     world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
   groups_ = comm::make_groups(world_, grid_);
@@ -227,7 +232,8 @@ void Trainer::print_plan() const {
   if (!rank0_) return;
   const ModelConfig& cfg = opts_.model;
   std::ostringstream os;
-  os << "wiola-train: " << cfg.describe() << "\n"
+  os << "wiola-train: device " << device_description_ << "\n"
+     << "  model " << cfg.describe() << "\n"
      << "  parameters " << param_count(cfg) << " (exact), training FLOPs/token "
      << std::setprecision(4) << training_flops_per_token(cfg) << "\n"
      << "  grid pp " << grid_.pp << " x dp " << grid_.dp << " on " << world_.size()
@@ -500,7 +506,7 @@ void Trainer::export_weights() {
                                            flat.begin() + p.offset + p.numel())});
       }
     }
-    write_weights_file(opts_.export_weights, opts_.model, out, opts_.dtype);
+    write_weights_file(opts_.export_weights, opts_.model, out, wide_dtype(opts_.dtype));
     log_ << "exported weights to " << opts_.export_weights << "\n";
   }
   world_.barrier();

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "backend/select/device_backends.hpp"
 #include "backend/cpu_threads.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -79,6 +80,7 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
 
 int main(int argc, char** argv) {
   comm::MpiRuntime mpi(&argc, &argv);
+  register_device_backends();
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "model") return bench_model(argc - 1, argv + 1, mpi.world(), mpi.host());

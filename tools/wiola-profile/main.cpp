@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "backend/select/device_backends.hpp"
 #include "backend/cpu_threads.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -124,6 +125,7 @@ int run(const ToolOptions& t, comm::MpiCommunicator& world, const std::string& h
 
 int main(int argc, char** argv) {
   comm::MpiRuntime mpi(&argc, &argv);
+  register_device_backends();
   auto& world = mpi.world();
   const bool rank0 = world.rank() == 0;
   try {

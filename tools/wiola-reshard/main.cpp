@@ -106,7 +106,7 @@ int cmd_convert(const std::string& dir, const std::string& out, int pp, int dp, 
         owners[sl.param->name].push_back(
             {st * dp + r, sl.lo - sl.param->offset, sl.hi - sl.param->offset});
   }
-  const DType dtype = s.options.dtype;
+  const DType dtype = wide_dtype(s.options.dtype);  // checkpoints hold the fp32 master of bf16 runs
   std::map<int, std::unique_ptr<CheckpointFileWriter>> writers;
   CheckpointReader reader(dir, s.manifest);
   const bool moments = s.manifest.has_optimizer_state;
@@ -175,7 +175,7 @@ int cmd_export(const std::string& dir, const std::string& out) {
     tensors.push_back(std::move(t));
   }
   fs::create_directories(out);
-  const DType dtype = s.options.dtype;
+  const DType dtype = wide_dtype(s.options.dtype);  // checkpoints hold the fp32 master of bf16 runs
   write_safetensors((fs::path(out) / "model.safetensors").string(), tensors, dtype,
                     {{"format", "pt"}, {"wiola_step", std::to_string(s.manifest.step)}});
   write_hf_config((fs::path(out) / "config.json").string(), cfg, names, dtype);

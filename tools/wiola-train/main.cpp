@@ -3,6 +3,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "backend/select/device_backends.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "model/param_report.hpp"
@@ -13,6 +14,7 @@
 
 int main(int argc, char** argv) {
   wiola::comm::MpiRuntime mpi(&argc, &argv);
+  wiola::register_device_backends();
   auto& world = mpi.world();
   const bool rank0 = world.rank() == 0;
   std::ostringstream quiet;
