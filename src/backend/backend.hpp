@@ -47,7 +47,14 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
+  // Waits until every op queued so far has finished (a no-op on the CPU).
   virtual void synchronize() {}
+
+  // Memory this backend holds for tensors now, and the most it ever held (bytes).
+  struct MemoryStats {
+    std::size_t in_use = 0, peak = 0;
+  };
+  virtual MemoryStats memory() const { return {}; }
 
   // ---- memory -------------------------------------------------------------
   // Zero-filled, contiguous rows x cols tensor.

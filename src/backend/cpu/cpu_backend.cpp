@@ -31,6 +31,10 @@ void check_same(std::string_view op, const Tensor& src, const Tensor& dst) {
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
+Backend::MemoryStats CpuBackend::memory() const {
+  return {counters_->in_use.load(), counters_->peak.load()};
+}
+
 Tensor CpuBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
   require(dtype != DType::BF16,
           "alloc: bf16 is not supported by the CPU backend (use fp32 or fp64)");
@@ -51,8 +55,14 @@ Tensor CpuBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
          dtype_name(dtype), " tensor");
   }
   std::memset(p, 0, bytes);
-  std::shared_ptr<std::byte> storage(
-      p, [](std::byte* q) { ::operator delete(q, std::align_val_t{kAlignment}); });
+  const std::size_t now = counters_->in_use += bytes;
+  std::size_t peak = counters_->peak.load();
+  while (now > peak && !counters_->peak.compare_exchange_weak(peak, now)) {
+  }
+  std::shared_ptr<std::byte> storage(p, [counters = counters_, bytes](std::byte* q) {
+    ::operator delete(q, std::align_val_t{kAlignment});
+    counters->in_use -= bytes;
+  });
   return Tensor(std::move(storage), p, dtype, Device::CPU, rows, cols, cols);
 }
 

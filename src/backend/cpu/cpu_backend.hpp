@@ -3,7 +3,9 @@
 // fp32 and fp64 (bf16 is GPU-only). Shapes and dtypes are validated, then the
 // call is dispatched to the kernels in src/ops. OpenMP parallelises the loops;
 // results are bit-identical for any thread count.
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -15,6 +17,7 @@ class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::CPU; }
   std::string name() const override { return "cpu"; }
+  MemoryStats memory() const override;
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
   void fill(const Tensor& t, double value) override;
@@ -99,6 +102,13 @@ class CpuBackend final : public Backend {
 
   void adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad, const Tensor& m,
                   const Tensor& v) override;
+
+ private:
+  // Bytes held by tensors; shared with their deleters, which may outlive the backend.
+  struct Counters {
+    std::atomic<std::size_t> in_use{0}, peak{0};
+  };
+  std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
 };
 
 }  // namespace wiola

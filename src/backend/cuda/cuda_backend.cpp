@@ -54,8 +54,9 @@ std::string CudaBackend::name() const {
 
 void CudaBackend::synchronize() { cuda::synchronize(stream_); }
 
-std::size_t CudaBackend::bytes_in_use() const { return memory_->in_use.load(); }
-std::size_t CudaBackend::peak_bytes() const { return memory_->peak.load(); }
+Backend::MemoryStats CudaBackend::memory() const {
+  return {memory_->in_use.load(), memory_->peak.load()};
+}
 
 Tensor CudaBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
   require(rows >= 0 && cols >= 0, "alloc: negative shape ", rows, "x", cols);

@@ -25,9 +25,7 @@ class CudaBackend final : public Backend {
   std::string name() const override;
   void synchronize() override;
   Stream stream() const { return stream_; }
-  // Bytes of device memory this backend holds now, and the most it ever held.
-  std::size_t bytes_in_use() const;
-  std::size_t peak_bytes() const;
+  MemoryStats memory() const override;
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
   void fill(const Tensor& t, double value) override;
