@@ -13,9 +13,9 @@
 
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
-#include "profile/outputs.hpp"
 #include "profile/profile_run.hpp"
 #include "trace_check.hpp"
+#include "wiola-profile/outputs.hpp"
 
 using namespace wiola;
 using namespace wiola::profile;

@@ -8,8 +8,8 @@
 #include "comm/mpi_communicator.hpp"
 #include "model/flops.hpp"
 #include "profile/profile_run.hpp"
-#include "profile/projection.hpp"
-#include "profile/report.hpp"
+#include "wiola-profile/projection.hpp"
+#include "wiola-profile/report.hpp"
 
 extern wiola::comm::MpiRuntime* g_profile_mpi;
 

@@ -10,12 +10,12 @@
 #include "profile/ini.hpp"
 #include "profile/json.hpp"
 #include "profile/peak.hpp"
-#include "profile/projection.hpp"
-#include "profile/report.hpp"
-#include "profile/sweep.hpp"
-#include "profile/tool_options.hpp"
 #include "profile/trace.hpp"
 #include "trace_check.hpp"
+#include "wiola-profile/projection.hpp"
+#include "wiola-profile/report.hpp"
+#include "wiola-profile/sweep.hpp"
+#include "wiola-profile/tool_options.hpp"
 
 namespace wiola::profile {
 namespace {

@@ -1,4 +1,4 @@
-#include "profile/projection.hpp"
+#include "wiola-profile/projection.hpp"
 
 #include <algorithm>
 #include <cmath>

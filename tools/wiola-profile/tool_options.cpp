@@ -1,4 +1,4 @@
-#include "profile/tool_options.hpp"
+#include "wiola-profile/tool_options.hpp"
 
 #include <ostream>
 #include <sstream>

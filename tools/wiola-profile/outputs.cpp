@@ -1,10 +1,10 @@
-#include "profile/outputs.hpp"
+#include "wiola-profile/outputs.hpp"
 
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "profile/report.hpp"
 #include "profile/trace.hpp"
+#include "wiola-profile/report.hpp"
 
 namespace wiola::profile {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "profile/sweep.hpp"
+#include "wiola-profile/sweep.hpp"
 
 namespace wiola::profile {
 

@@ -1,12 +1,12 @@
-#include "profile/sweep.hpp"
+#include "wiola-profile/sweep.hpp"
 
 #include <algorithm>
 #include <ostream>
 
 #include "core/error.hpp"
 #include "profile/profile_run.hpp"
-#include "profile/projection.hpp"
-#include "profile/report.hpp"
+#include "wiola-profile/projection.hpp"
+#include "wiola-profile/report.hpp"
 
 namespace wiola::profile {
 

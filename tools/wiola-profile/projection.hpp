@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "profile/cluster.hpp"
 #include "profile/json.hpp"
 #include "profile/layout.hpp"
 #include "profile/metrics.hpp"
-#include "profile/simulator.hpp"
+#include "wiola-profile/cluster.hpp"
+#include "wiola-profile/simulator.hpp"
 
 namespace wiola::profile {
 

@@ -1,4 +1,4 @@
-#include "profile/report.hpp"
+#include "wiola-profile/report.hpp"
 
 #include <algorithm>
 #include <cmath>
