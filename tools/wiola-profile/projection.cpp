@@ -11,129 +11,51 @@
 
 namespace wiola::profile {
 
-// ---- per-layer times ---------------------------------------------------------
-
-namespace {
-
-// Training FLOPs per token of each part (the one formula; the embedding
-// lookup has none, so it gets no share).
-struct PartCosts {
-  std::vector<double> layers;
-  double embed = 0, head = 0;
-};
-
-PartCosts part_costs(const ModelConfig& c) {
-  PartCosts p;
-  for (int l = 0; l < c.L; ++l) p.layers.push_back(3.0 * layer_forward_flops_per_token(c, l));
-  p.head = 3.0 * head_forward_flops_per_token(c);
-  return p;
-}
-
-PartTimes part_json(const Json& j) {
-  return {j.at("forward_s").as_number(), j.at("backward_s").as_number()};
-}
-
-Json part_to_json(const PartTimes& p) {
-  return Json::object().set("forward_s", p.forward_s).set("backward_s", p.backward_s);
-}
-
-}  // namespace
-
-LayerTimes derive_layer_times(const RunLayout& layout, const std::vector<StageMetrics>& stages) {
-  const ModelConfig& c = layout.model;
-  const PartCosts costs = part_costs(c);
-  LayerTimes t;
-  t.micro_batch = layout.micro_batch;
-  t.layers.resize(std::size_t(c.L));
-  for (const StageMetrics& sm : stages) {
-    const StageSpec& sp = sm.spec;
-    double total = 0;
-    for (int l = sp.first_layer; l < sp.end_layer; ++l) total += costs.layers[std::size_t(l)];
-    if (sp.embed) total += costs.embed;
-    if (sp.head) total += costs.head;
-    if (total <= 0) continue;
-    auto share = [&](double cost) {
-      return PartTimes{sm.forward_s * cost / total, sm.backward_s * cost / total};
-    };
-    for (int l = sp.first_layer; l < sp.end_layer; ++l)
-      t.layers[std::size_t(l)] = share(costs.layers[std::size_t(l)]);
-    if (sp.embed) t.embed = share(costs.embed);
-    if (sp.head) t.head = share(costs.head);
-  }
-  return t;
-}
-
-double optimizer_seconds_per_param(const RunLayout& layout, const Metrics& metrics) {
-  double sum = 0;
-  for (const RankMetrics& r : metrics.ranks) {
-    const double params =
-        double(layout.stage_params(r.stage)) / (layout.zero >= 1 ? layout.dp : 1);
-    sum += r.t.optimizer / std::max(params, 1.0);
-  }
-  return metrics.ranks.empty() ? 0 : sum / double(metrics.ranks.size());
-}
-
-Json layer_times_json(const LayerTimes& t) {
-  Json layers = Json::array();
-  for (std::size_t l = 0; l < t.layers.size(); ++l)
-    layers.push(part_to_json(t.layers[l]).set("layer", int(l)));
-  return Json::object()
-      .set("micro_batch", t.micro_batch)
-      .set("method",
-           "each stage's measured forward/backward time split over its layers and head in "
-           "proportion to their training FLOPs (model/flops.hpp)")
-      .set("layers", std::move(layers))
-      .set("embed", part_to_json(t.embed))
-      .set("head", part_to_json(t.head));
-}
-
-LayerTimes layer_times_from_json(const Json& j) {
-  LayerTimes t;
-  t.micro_batch = int(j.at("micro_batch").as_int());
-  for (const Json& l : j.at("layers").items()) t.layers.push_back(part_json(l));
-  t.embed = part_json(j.at("embed"));
-  t.head = part_json(j.at("head"));
-  return t;
-}
-
 // ---- the spec ----------------------------------------------------------------
 
 namespace {
 
 constexpr double kGB = 1e9, kUs = 1e-6;
 
-// Defaults taken from a profile.json: the profiled model and layout on a
-// one-node cluster with the measured link and peak.
-void defaults_from_profile(const Json& p, const std::string& path, KeyValues& kv) {
+// Defaults taken from a profile: the profiled model and layout on a one-node
+// cluster with the measured link and peak.
+void defaults_from_profile(const MeasuredProfile& p, const std::string& path, KeyValues& kv) {
   const std::string origin = path;
   auto set = [&](const std::string& k, const std::string& v) { kv.set(k, v, origin); };
-  auto num = [&](const Json& j) {
+  auto num = [&](double x) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", j.as_number());
+    std::snprintf(buf, sizeof buf, "%.17g", x);
     return std::string(buf);
   };
-  const Json& m = p.at("model");
-  set("model.preset", m.at("preset").as_string());
-  for (const char* k : {"d", "layers", "heads", "kv_heads", "dsff_a", "dsff_b", "vocab", "seq_len",
-                        "lambda"})
-    set(std::string("model.") + k, num(m.at(k)));
-  set("model.summary", m.at("summary").as_string());
-  const Json& l = p.at("layout");
-  for (const char* k : {"pp", "micro_batch", "global_batch", "zero"})
-    set(std::string("run.") + k, num(l.at(k)));
-  set("run.schedule", l.at("schedule").as_string());
-  const double elem = l.at("dtype_bytes").as_number();
-  set("run.activation_bytes", num(Json(elem)));
-  set("run.grad_bytes", num(Json(elem)));
-  set("run.param_bytes", num(Json(elem)));
-  set("cluster.gpus_per_node", num(l.at("world")));
+  const ModelConfig& m = p.layout.model;
+  set("model.preset", m.preset);
+  set("model.d", num(m.d));
+  set("model.layers", num(m.L));
+  set("model.heads", num(m.H));
+  set("model.kv_heads", num(m.Hkv));
+  set("model.dsff_a", num(m.dA));
+  set("model.dsff_b", num(m.dB));
+  set("model.vocab", num(m.V));
+  set("model.seq_len", num(m.T));
+  set("model.lambda", num(m.Lambda));
+  set("model.summary", std::string(summary_mode_name(m.summary)));
+  const RunLayout& l = p.layout;
+  set("run.pp", num(l.pp));
+  set("run.micro_batch", num(l.micro_batch));
+  set("run.global_batch", num(l.global_batch));
+  set("run.zero", num(l.zero));
+  set("run.schedule", std::string(pipeline::schedule_kind_name(l.schedule)));
+  const double elem = double(dtype_size(l.dtype));
+  set("run.activation_bytes", num(elem));
+  set("run.grad_bytes", num(elem));
+  set("run.param_bytes", num(elem));
+  set("cluster.gpus_per_node", num(l.world()));
   set("cluster.nodes", "1");
-  const Json& link = p.at("link");
-  if (link.at("measured").as_bool()) {
-    set("cluster.intra_latency_us", num(Json(link.at("latency_s").as_number() / kUs)));
-    set("cluster.intra_bandwidth_GBps", num(Json(link.at("bandwidth_Bps").as_number() / kGB)));
+  if (p.link.measured) {
+    set("cluster.intra_latency_us", num(p.link.latency_s / kUs));
+    set("cluster.intra_bandwidth_GBps", num(p.link.bandwidth_Bps / kGB));
   }
-  set("cluster.peak_tflops", num(Json(p.at("peak").at("mean_per_rank_flops").as_number() / 1e12)));
+  set("cluster.peak_tflops", num(p.peak_flops / 1e12));
   set("times.profile", path);
 }
 
@@ -160,15 +82,6 @@ ModelConfig model_from(const KeyValues& kv) {
   return c;
 }
 
-std::vector<StageSpec> stages_from_json(const Json& layout, const ModelConfig& c) {
-  std::string split;
-  for (const Json& n : layout.at("stage_layers").items()) {
-    if (!split.empty()) split += ",";
-    split += std::to_string(n.as_int());
-  }
-  return parse_stage_layers(split, c, int(layout.at("pp").as_int()));
-}
-
 bool same_stages(const std::vector<StageSpec>& a, const std::vector<StageSpec>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
@@ -177,7 +90,7 @@ bool same_stages(const std::vector<StageSpec>& a, const std::vector<StageSpec>& 
 }
 
 // `preloaded` is the profile named `preloaded_name` when the caller has it already.
-ProjectionSpec build_spec(const KeyValues& kv, const std::optional<Json>& preloaded,
+ProjectionSpec build_spec(const KeyValues& kv, const std::optional<MeasuredProfile>& preloaded,
                           const std::string& preloaded_name) {
   ProjectionSpec spec;
   RunLayout& L = spec.layout;
@@ -185,12 +98,11 @@ ProjectionSpec build_spec(const KeyValues& kv, const std::optional<Json>& preloa
   const ModelConfig& c = L.model;
 
   // The measured profile, when the times come from one.
-  std::optional<Json> prof;
+  std::optional<MeasuredProfile> prof;
   const std::string prof_path = kv.text("times.profile", "");
   const bool is_json = preloaded.has_value();
   if (!prof_path.empty())
-    prof = preloaded && prof_path == preloaded_name ? *preloaded
-                                                    : Json::parse(read_text_file(prof_path));
+    prof = preloaded && prof_path == preloaded_name ? *preloaded : read_measured_profile(prof_path);
 
   // Cluster.
   Cluster& cl = spec.cluster;
@@ -251,8 +163,8 @@ ProjectionSpec build_spec(const KeyValues& kv, const std::optional<Json>& preloa
     L.stages = parse_stage_layers(*split, c, L.pp);
   } else {
     // The profiled split when the pipeline depth matches, else the cost model's.
-    if (prof && int(prof->at("layout").at("pp").as_int()) == L.pp)
-      L.stages = stages_from_json(prof->at("layout"), c);
+    if (prof && prof->layout.pp == L.pp && prof->layout.model.L == c.L)
+      L.stages = prof->layout.stages;
     else
       L.stages = partition_layers(c, L.pp);
   }
@@ -288,59 +200,36 @@ ProjectionSpec build_spec(const KeyValues& kv, const std::optional<Json>& preloa
     spec.optimizer_s_per_param = kv.number("times.optimizer_seconds_per_param", -1);
     spec.times_micro_batch = t.micro_batch;
   } else if (prof) {
-    const Json& pl = prof->at("layout");
-    RunLayout measured;
-    measured.model = c;
-    measured.pp = int(pl.at("pp").as_int());
-    measured.dp = int(pl.at("dp").as_int());
-    measured.micro_batch = int(pl.at("micro_batch").as_int());
-    measured.microbatches = int(pl.at("microbatches").as_int());
-    measured.zero = int(pl.at("zero").as_int());
-    measured.schedule = pipeline::parse_schedule_kind(pl.at("schedule").as_string());
+    const RunLayout& measured = prof->layout;
     // The profile must be of this model: its times say nothing about another.
-    ModelConfig pm = c;
-    const Json& jm = prof->at("model");
-    pm.d = int(jm.at("d").as_int());
-    pm.L = int(jm.at("layers").as_int());
-    pm.H = int(jm.at("heads").as_int());
-    pm.Hkv = int(jm.at("kv_heads").as_int());
-    pm.dA = int(jm.at("dsff_a").as_int());
-    pm.dB = int(jm.at("dsff_b").as_int());
-    pm.V = int(jm.at("vocab").as_int());
-    pm.T = int(jm.at("seq_len").as_int());
-    pm.Lambda = int(jm.at("lambda").as_int());
-    pm.summary = parse_summary_mode(jm.at("summary").as_string());
-    require(same_model(c, pm), "projection: ", prof_path, " profiles ", pm.describe(),
-            ", not the target ", c.describe(),
+    require(same_model(c, measured.model), "projection: ", prof_path, " profiles ",
+            measured.model.describe(), ", not the target ", c.describe(),
             "; drop times.profile to derive times from FLOPs (cluster.peak_tflops, "
             "cluster.compute_efficiency)");
-    measured.stages = stages_from_json(pl, c);
-    const Json& stages = prof->at("stages");
     if (same_stages(measured.stages, L.stages) && measured.micro_batch == L.micro_batch) {
       spec.source = TimeSource::Stages;
       spec.source_text = "measured per-stage times (" + prof_path + ")";
-      for (const Json& s : stages.items()) {
-        spec.stage_forward_s.push_back(s.at("forward_s").as_number());
-        spec.stage_backward_s.push_back(s.at("backward_s").as_number());
+      for (const MeasuredStage& s : prof->stages) {
+        spec.stage_forward_s.push_back(s.forward_s);
+        spec.stage_backward_s.push_back(s.backward_s);
         // The measured optimizer time is per replica; under ZeRO >= 1 it
         // covered a 1/dp shard, so the whole stage takes dp times as long.
-        spec.stage_optimizer_s.push_back(s.at("optimizer_s").as_number() *
-                                         (measured.zero >= 1 ? measured.dp : 1));
+        spec.stage_optimizer_s.push_back(s.optimizer_s * (measured.zero >= 1 ? measured.dp : 1));
         // Data loading is inside the measured forward times already; only the
         // time outside every action comes on top.
-        spec.stage_other_s.push_back(s.at("outside_actions_s").as_number());
+        spec.stage_other_s.push_back(s.outside_s);
       }
       spec.times_micro_batch = measured.micro_batch;
     } else {
       spec.source = TimeSource::Layers;
       spec.source_text = "per-layer times derived from " + prof_path;
-      spec.layer_times = layer_times_from_json(prof->at("layer_times"));
+      spec.layer_times = prof->layer_times;
       spec.times_micro_batch = spec.layer_times.micro_batch;
-      spec.optimizer_s_per_param = prof->at("optimizer_seconds_per_param").as_number();
+      spec.optimizer_s_per_param = prof->optimizer_s_per_param;
       if (!kv.has("times.other_s")) {
         double sum = 0;
-        for (const Json& s : stages.items()) sum += s.at("outside_actions_s").as_number();
-        spec.other_s = sum / double(std::max<std::size_t>(stages.size(), 1));
+        for (const MeasuredStage& s : prof->stages) sum += s.outside_s;
+        spec.other_s = sum / double(std::max<std::size_t>(prof->stages.size(), 1));
       }
     }
     const bool same_run = same_stages(measured.stages, L.stages) &&
@@ -349,11 +238,10 @@ ProjectionSpec build_spec(const KeyValues& kv, const std::optional<Json>& preloa
                           measured.schedule == L.schedule;
     if (same_run) {
       ProjectionSpec::Measured mr;
-      const Json& o = prof->at("overall");
-      mr.step_s = o.at("step_s").as_number();
-      mr.bubble = o.at("bubble").as_number();
-      mr.tokens_per_s = o.at("tokens_per_s").as_number();
-      for (const Json& s : stages.items()) mr.stage_bubble.push_back(s.at("bubble").as_number());
+      mr.step_s = prof->step_s;
+      mr.bubble = prof->bubble;
+      mr.tokens_per_s = prof->tokens_per_s;
+      for (const MeasuredStage& s : prof->stages) mr.stage_bubble.push_back(s.bubble);
       spec.measured = mr;
     }
   } else {
@@ -390,10 +278,10 @@ ProjectionSpec build_spec(const KeyValues& kv, const std::optional<Json>& preloa
 
 ProjectionSpec load_projection(const std::string& file, const std::vector<std::string>& assignments) {
   KeyValues kv;
-  std::optional<Json> prof;
+  std::optional<MeasuredProfile> prof;
   const bool is_json = file.size() >= 5 && file.compare(file.size() - 5, 5, ".json") == 0;
   if (is_json) {
-    prof = Json::parse(read_text_file(file));
+    prof = read_measured_profile(file);
     defaults_from_profile(*prof, file, kv);
   } else {
     kv.merge_ini(read_text_file(file), file);
@@ -402,7 +290,7 @@ ProjectionSpec load_projection(const std::string& file, const std::vector<std::s
   return build_spec(kv, prof, file);
 }
 
-ProjectionSpec projection_from_profile(const Json& profile,
+ProjectionSpec projection_from_profile(const MeasuredProfile& profile,
                                        const std::vector<std::string>& assignments) {
   KeyValues kv;
   const std::string name = "(this run)";
