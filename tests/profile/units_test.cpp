@@ -1,6 +1,6 @@
-// The profiler's building blocks without a training run: JSON round trips and
-// errors, the INI spec reader, the timeline of a simulated step through the
-// trace checker, projection specs, sweep points and the tool's flags.
+// The profiler's building blocks without a training run: JSON files (round
+// trips and errors), the INI spec reader, the timeline of a simulated step
+// through the trace checker, projection specs, sweep points and the tool's flags.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,10 +8,10 @@
 
 #include "model/flops.hpp"
 #include "profile/ini.hpp"
-#include "profile/json.hpp"
 #include "profile/peak.hpp"
 #include "profile/trace.hpp"
 #include "trace_check.hpp"
+#include "wiola-profile/files.hpp"
 #include "wiola-profile/projection.hpp"
 #include "wiola-profile/report.hpp"
 #include "wiola-profile/sweep.hpp"
@@ -20,31 +20,47 @@
 namespace wiola::profile {
 namespace {
 
-TEST(Json, RoundTripsValuesAndKeepsKeyOrder) {
-  Json j = Json::object();
-  j.set("b", 1.5).set("a", "x\"y\n\x01").set("list", Json::array({Json(1), Json(true), Json()}));
-  j.set("big", 2179698716LL).set("tiny", 5.6095e-07);
-  const Json back = Json::parse(j.dump(2));
-  EXPECT_EQ(back.key(0), "b");
-  EXPECT_EQ(back.at("a").as_string(), "x\"y\n\x01");
-  EXPECT_EQ(back.at("big").as_int(), 2179698716LL);
-  EXPECT_EQ(back.at("tiny").as_number(), 5.6095e-07);
-  EXPECT_TRUE(back.at("list").items()[1].as_bool());
-  EXPECT_TRUE(back.at("list").items()[2].is_null());
-  EXPECT_EQ(Json::parse(j.dump()).dump(), j.dump());
-  EXPECT_EQ(Json::parse(R"("\u00e9\ud83d\ude00")").as_string(), "\xc3\xa9\xf0\x9f\x98\x80");
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  write_text_file(path.string(), text);
+  return path.string();
 }
 
-TEST(Json, RejectsMalformedText) {
+TEST(JsonFiles, RoundTripValuesAndKeepKeyOrder) {
+  const Json j = {{"b", 1.5},
+                  {"a", "x\"y\n\x01"},
+                  {"list", {1, true, nullptr}},
+                  {"big", 2179698716LL},
+                  {"tiny", 5.6095e-07}};
+  const std::string path = write_temp("wiola-profile-test.json", j.dump(2));
+  const Json back = read_json_file(path);
+  EXPECT_EQ(back.begin().key(), "b");
+  EXPECT_EQ(back.at("a").get<std::string>(), "x\"y\n\x01");
+  EXPECT_EQ(back.at("big").get<long long>(), 2179698716LL);
+  EXPECT_EQ(back.at("tiny").get<double>(), 5.6095e-07);
+  EXPECT_TRUE(back.at("list")[1].get<bool>());
+  EXPECT_TRUE(back.at("list")[2].is_null());
+  EXPECT_EQ(Json::parse(j.dump()).dump(), j.dump());
+  EXPECT_EQ(Json::parse(R"("\u00e9\ud83d\ude00")").get<std::string>(), "\xc3\xa9\xf0\x9f\x98\x80");
+  std::filesystem::remove(path);
+}
+
+TEST(JsonFiles, RejectMalformedTextNamingFileAndLine) {
   for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\x\"", "tru", "[1] 2",
-                          "{\"a\":1,}", "\"\\ud800\"", "nan", "-"})
-    EXPECT_THROW(Json::parse(bad), Error) << bad;
+                          "{\"a\":1,}", "\"\\ud800\"", "nan", "-"}) {
+    const std::string path = write_temp("wiola-profile-bad.json", bad);
+    EXPECT_THROW(read_json_file(path), Error) << bad;
+  }
+  const std::string path = write_temp("wiola-profile-bad.json", "[1,\n  2,,]");
   try {
-    Json::parse("[1,\n  2,,]");
+    read_json_file(path);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
+  std::filesystem::remove(path);
+  EXPECT_THROW(read_json_file("/nonexistent/profile.json"), Error);
 }
 
 TEST(Ini, SectionsOverridesAndErrors) {
@@ -96,12 +112,6 @@ TEST(Trace, SimulatedStepPassesTheTraceChecker) {
     actions[4].erase(actions[4].begin() + 1);
     EXPECT_FALSE(testing::check_trace(build_trace(l, actions).to_json(Json::object()), run).empty());
   }
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / name;
-  write_text_file(path.string(), text);
-  return path.string();
 }
 
 TEST(Projection, FromFlopsOnAClusterWithAChinchillaBudget) {

@@ -26,20 +26,20 @@ PartCosts part_costs(const ModelConfig& c) {
   return p;
 }
 
-PartTimes part_json(const Json& j) {
-  return {j.at("forward_s").as_number(), j.at("backward_s").as_number()};
+PartTimes part_from_json(const Json& j) {
+  return {j.at("forward_s").get<double>(), j.at("backward_s").get<double>()};
 }
 
 Json part_to_json(const PartTimes& p) {
-  return Json::object().set("forward_s", p.forward_s).set("backward_s", p.backward_s);
+  return {{"forward_s", p.forward_s}, {"backward_s", p.backward_s}};
 }
 
 LayerTimes layer_times_from_json(const Json& j) {
   LayerTimes t;
-  t.micro_batch = int(j.at("micro_batch").as_int());
-  for (const Json& l : j.at("layers").items()) t.layers.push_back(part_json(l));
-  t.embed = part_json(j.at("embed"));
-  t.head = part_json(j.at("head"));
+  t.micro_batch = j.at("micro_batch").get<int>();
+  for (const Json& l : j.at("layers")) t.layers.push_back(part_from_json(l));
+  t.embed = part_from_json(j.at("embed"));
+  t.head = part_from_json(j.at("head"));
   return t;
 }
 
@@ -81,16 +81,18 @@ double optimizer_seconds_per_param(const RunLayout& layout, const Metrics& metri
 
 Json layer_times_json(const LayerTimes& t) {
   Json layers = Json::array();
-  for (std::size_t l = 0; l < t.layers.size(); ++l)
-    layers.push(part_to_json(t.layers[l]).set("layer", int(l)));
-  return Json::object()
-      .set("micro_batch", t.micro_batch)
-      .set("method",
+  for (std::size_t l = 0; l < t.layers.size(); ++l) {
+    Json j = part_to_json(t.layers[l]);
+    j["layer"] = int(l);
+    layers.push_back(std::move(j));
+  }
+  return {{"micro_batch", t.micro_batch},
+          {"method",
            "each stage's measured forward/backward time split over its layers and head in "
-           "proportion to their training FLOPs (model/flops.hpp)")
-      .set("layers", std::move(layers))
-      .set("embed", part_to_json(t.embed))
-      .set("head", part_to_json(t.head));
+           "proportion to their training FLOPs (model/flops.hpp)"},
+          {"layers", std::move(layers)},
+          {"embed", part_to_json(t.embed)},
+          {"head", part_to_json(t.head)}};
 }
 
 // ---- the profile -------------------------------------------------------------
@@ -117,37 +119,37 @@ namespace {
 // The model fields profile.json records (report.cpp writes them).
 ModelConfig model_from_json(const Json& j) {
   ModelConfig c;
-  c.preset = j.at("preset").as_string();
-  c.d = int(j.at("d").as_int());
-  c.L = int(j.at("layers").as_int());
-  c.H = int(j.at("heads").as_int());
-  c.Hkv = int(j.at("kv_heads").as_int());
-  c.dA = int(j.at("dsff_a").as_int());
-  c.dB = int(j.at("dsff_b").as_int());
-  c.V = int(j.at("vocab").as_int());
-  c.T = int(j.at("seq_len").as_int());
-  c.Lambda = int(j.at("lambda").as_int());
-  c.summary = parse_summary_mode(j.at("summary").as_string());
-  c.atm = parse_atm_mode(j.at("atm").as_string());
+  c.preset = j.at("preset").get<std::string>();
+  c.d = j.at("d").get<int>();
+  c.L = j.at("layers").get<int>();
+  c.H = j.at("heads").get<int>();
+  c.Hkv = j.at("kv_heads").get<int>();
+  c.dA = j.at("dsff_a").get<int>();
+  c.dB = j.at("dsff_b").get<int>();
+  c.V = j.at("vocab").get<int>();
+  c.T = j.at("seq_len").get<int>();
+  c.Lambda = j.at("lambda").get<int>();
+  c.summary = parse_summary_mode(j.at("summary").get<std::string>());
+  c.atm = parse_atm_mode(j.at("atm").get<std::string>());
   return c;
 }
 
 RunLayout layout_from_json(const Json& j, const ModelConfig& model) {
   RunLayout l;
   l.model = model;
-  l.pp = int(j.at("pp").as_int());
-  l.dp = int(j.at("dp").as_int());
-  l.micro_batch = int(j.at("micro_batch").as_int());
-  l.microbatches = int(j.at("microbatches").as_int());
-  l.global_batch = int(j.at("global_batch").as_int());
-  l.zero = int(j.at("zero").as_int());
-  l.threads = int(j.at("threads").as_int());
-  l.schedule = pipeline::parse_schedule_kind(j.at("schedule").as_string());
-  l.dtype = parse_dtype(j.at("dtype").as_string());
+  l.pp = j.at("pp").get<int>();
+  l.dp = j.at("dp").get<int>();
+  l.micro_batch = j.at("micro_batch").get<int>();
+  l.microbatches = j.at("microbatches").get<int>();
+  l.global_batch = j.at("global_batch").get<int>();
+  l.zero = j.at("zero").get<int>();
+  l.threads = j.at("threads").get<int>();
+  l.schedule = pipeline::parse_schedule_kind(j.at("schedule").get<std::string>());
+  l.dtype = parse_dtype(j.at("dtype").get<std::string>());
   std::string split;
-  for (const Json& n : j.at("stage_layers").items()) {
+  for (const Json& n : j.at("stage_layers")) {
     if (!split.empty()) split += ",";
-    split += std::to_string(n.as_int());
+    split += std::to_string(n.get<int>());
   }
   l.stages = parse_stage_layers(split, model, l.pp);
   return l;
@@ -160,36 +162,29 @@ MeasuredProfile measured_profile_from_json(const Json& j, const std::string& ori
     MeasuredProfile p;
     p.layout = layout_from_json(j.at("layout"), model_from_json(j.at("model")));
     const Json& link = j.at("link");
-    p.link.measured = link.at("measured").as_bool();
-    p.link.latency_s = link.at("latency_s").as_number();
-    p.link.bandwidth_Bps = link.at("bandwidth_Bps").as_number();
-    p.link.bytes = std::size_t(link.at("bytes").as_number());
-    p.peak_flops = j.at("peak").at("mean_per_rank_flops").as_number();
-    for (const Json& s : j.at("stages").items())
-      p.stages.push_back({s.at("forward_s").as_number(), s.at("backward_s").as_number(),
-                          s.at("optimizer_s").as_number(), s.at("outside_actions_s").as_number(),
-                          s.at("bubble").as_number()});
+    p.link.measured = link.at("measured").get<bool>();
+    p.link.latency_s = link.at("latency_s").get<double>();
+    p.link.bandwidth_Bps = link.at("bandwidth_Bps").get<double>();
+    p.link.bytes = link.at("bytes").get<std::size_t>();
+    p.peak_flops = j.at("peak").at("mean_per_rank_flops").get<double>();
+    for (const Json& s : j.at("stages"))
+      p.stages.push_back({s.at("forward_s").get<double>(), s.at("backward_s").get<double>(),
+                          s.at("optimizer_s").get<double>(),
+                          s.at("outside_actions_s").get<double>(), s.at("bubble").get<double>()});
     p.layer_times = layer_times_from_json(j.at("layer_times"));
-    p.optimizer_s_per_param = j.at("optimizer_seconds_per_param").as_number();
+    p.optimizer_s_per_param = j.at("optimizer_seconds_per_param").get<double>();
     const Json& o = j.at("overall");
-    p.step_s = o.at("step_s").as_number();
-    p.bubble = o.at("bubble").as_number();
-    p.tokens_per_s = o.at("tokens_per_s").as_number();
+    p.step_s = o.at("step_s").get<double>();
+    p.bubble = o.at("bubble").get<double>();
+    p.tokens_per_s = o.at("tokens_per_s").get<double>();
     return p;
-  } catch (const Error& e) {
+  } catch (const Json::exception& e) {
     fail(origin, ": not a wiola-profile profile.json: ", e.what());
   }
 }
 
 MeasuredProfile read_measured_profile(const std::string& path) {
-  const std::string text = read_text_file(path);
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Error& e) {
-    fail(path, ": ", e.what());
-  }
-  return measured_profile_from_json(doc, path);
+  return measured_profile_from_json(read_json_file(path), path);
 }
 
 }  // namespace wiola::profile

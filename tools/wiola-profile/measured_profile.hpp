@@ -10,7 +10,7 @@
 #include "profile/link_probe.hpp"
 #include "profile/metrics.hpp"
 #include "profile/profile_run.hpp"
-#include "profile/json.hpp"
+#include "wiola-profile/files.hpp"
 
 namespace wiola::profile {
 

@@ -8,6 +8,7 @@
 #include "partition/partition.hpp"
 #include "profile/ini.hpp"
 #include "profile/peak.hpp"
+#include "wiola-profile/files.hpp"
 
 namespace wiola::profile {
 

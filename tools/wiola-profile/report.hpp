@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "profile/json.hpp"
 #include "profile/metrics.hpp"
 #include "profile/profile_run.hpp"
+#include "wiola-profile/files.hpp"
 #include "wiola-profile/projection.hpp"
 #include "wiola-profile/sweep.hpp"
 
