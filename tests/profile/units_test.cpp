@@ -5,15 +5,16 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "model/flops.hpp"
-#include "profile/ini.hpp"
 #include "profile/peak.hpp"
 #include "profile/trace.hpp"
 #include "trace_check.hpp"
 #include "wiola-profile/files.hpp"
 #include "wiola-profile/projection.hpp"
 #include "wiola-profile/report.hpp"
+#include "wiola-profile/spec_file.hpp"
 #include "wiola-profile/sweep.hpp"
 #include "wiola-profile/tool_options.hpp"
 
@@ -63,25 +64,48 @@ TEST(JsonFiles, RejectMalformedTextNamingFileAndLine) {
   EXPECT_THROW(read_json_file("/nonexistent/profile.json"), Error);
 }
 
-TEST(Ini, SectionsOverridesAndErrors) {
-  KeyValues kv;
-  kv.merge_ini("# comment\ntop = 1\n[run]\npp = 4 ; trailing\nlist = 1, 2.5,3\n", "spec.ini");
-  kv.merge_assignment("run.pp=8");
-  EXPECT_EQ(kv.integer("top", 0), 1);
+TEST(SpecFile, SectionsOverridesAndErrors) {
+  namespace po = boost::program_options;
+  const po::variables_map vm = spec_from_ini(
+      "# comment\n[cluster]\nnodes = 1 # trailing\n[run]\npp = 4 ; trailing\n"
+      "[times]\nstage_forward = 1, 2.5,3\n",
+      "spec.ini", {"run.pp=8"});
+  const SpecValues kv(vm);
+  EXPECT_EQ(kv.integer("cluster.nodes", 0), 1);
   EXPECT_EQ(kv.integer("run.pp", 0), 8);
-  EXPECT_EQ(kv.numbers("run.list"), (std::vector<double>{1, 2.5, 3}));
-  EXPECT_EQ(kv.number("run.missing", 7.5), 7.5);
+  EXPECT_EQ(kv.numbers("times.stage_forward"), (std::vector<double>{1, 2.5, 3}));
+  EXPECT_EQ(kv.number("cluster.compute_efficiency", 7.5), 7.5);
   EXPECT_TRUE(kv.unused().empty());
-  kv.merge_ini("[run]\nzero = two\n", "b.ini");
   try {
-    kv.integer("run.zero", 0);
+    spec_from_ini("[run]\nzero = two\n", "b.ini", {});
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("b.ini:2"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(kv.merge_ini("[run\n", "c.ini"), Error);
-  EXPECT_THROW(kv.merge_ini("novalue\n", "c.ini"), Error);
-  EXPECT_THROW(kv.merge_assignment("nothing"), Error);
+  EXPECT_THROW(spec_from_ini("[run\n", "c.ini", {}), Error);
+  EXPECT_THROW(spec_from_ini("novalue\n", "c.ini", {}), Error);
+  EXPECT_THROW(spec_from_ini("", "c.ini", {"nothing"}), Error);
+  // Keys that are not the spec's are errors naming them (and the line).
+  for (const auto& [text, set, want] :
+       {std::tuple{"[run]\n\ntypo = 1\n", "", "c.ini:3: unknown key 'run.typo'"},
+        std::tuple{"", "run.typo=1", "--project-set: unknown key 'run.typo'"}}) {
+    try {
+      spec_from_ini(text, "c.ini", {set});
+      ADD_FAILURE() << text << set;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  // --project-set: the later of two for one key wins.
+  const po::variables_map twice = spec_from_ini("", "c.ini", {"run.pp=2", "run.pp = 3"});
+  EXPECT_EQ(SpecValues(twice).integer("run.pp", 0), 3);
+}
+
+TEST(SpecFile, CommentsStartAtHashOrSemicolon) {
+  EXPECT_EQ(strip_ini_comment("pp = 4 ; four stages"), "pp = 4 ");
+  EXPECT_EQ(strip_ini_comment("device = h100   # 989 TFLOP/s"), "device = h100   ");
+  EXPECT_EQ(strip_ini_comment("; a whole line"), "");
+  EXPECT_EQ(strip_ini_comment("[run]"), "[run]");
 }
 
 TEST(Trace, SimulatedStepPassesTheTraceChecker) {
@@ -162,8 +186,11 @@ TEST(Projection, ExplicitPerLayerTimesAndErrors) {
   EXPECT_THROW(load_projection(spec, {"run.dp=2"}), Error);  // 4 ranks on a 2-rank cluster
   EXPECT_THROW(load_projection(spec, {"run.zero=3"}), Error);
   EXPECT_THROW(load_projection(spec, {"model.preset=wiola-9b"}), Error);
-  const Projection q = project(load_projection(spec, {"run.typo=1"}));
+  EXPECT_THROW(load_projection(spec, {"run.typo=1"}), Error);  // not a spec key
+  // A spec key that the chosen time source does not read is listed.
+  const Projection q = project(load_projection(spec, {"times.stage_backward=1,2"}));
   ASSERT_EQ(q.spec.ignored_keys.size(), 1u);
+  EXPECT_EQ(q.spec.ignored_keys[0], "times.stage_backward");
   EXPECT_THROW(load_projection("/nonexistent/spec.ini", {}), Error);
   std::filesystem::remove(spec);
 }

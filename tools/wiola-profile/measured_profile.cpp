@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "model/flops.hpp"
 #include "partition/partition.hpp"
+#include "wiola-profile/model_fields.hpp"
 
 namespace wiola::profile {
 
@@ -115,24 +116,6 @@ MeasuredProfile measured_profile(const ProfileResult& r) {
 }
 
 namespace {
-
-// The model fields profile.json records (report.cpp writes them).
-ModelConfig model_from_json(const Json& j) {
-  ModelConfig c;
-  c.preset = j.at("preset").get<std::string>();
-  c.d = j.at("d").get<int>();
-  c.L = j.at("layers").get<int>();
-  c.H = j.at("heads").get<int>();
-  c.Hkv = j.at("kv_heads").get<int>();
-  c.dA = j.at("dsff_a").get<int>();
-  c.dB = j.at("dsff_b").get<int>();
-  c.V = j.at("vocab").get<int>();
-  c.T = j.at("seq_len").get<int>();
-  c.Lambda = j.at("lambda").get<int>();
-  c.summary = parse_summary_mode(j.at("summary").get<std::string>());
-  c.atm = parse_atm_mode(j.at("atm").get<std::string>());
-  return c;
-}
 
 RunLayout layout_from_json(const Json& j, const ModelConfig& model) {
   RunLayout l;

@@ -54,7 +54,7 @@ struct ProjectionSpec {
     std::vector<double> stage_bubble;
   };
   std::optional<Measured> measured;
-  std::vector<std::string> ignored_keys;  // keys of the spec nobody read (typos)
+  std::vector<std::string> ignored_keys;  // keys given that nothing read (unknown keys are errors)
 };
 
 // Reads a projection spec: `file` is an INI spec or a profile.json (then the

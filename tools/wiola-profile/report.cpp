@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "model/flops.hpp"
+#include "wiola-profile/model_fields.hpp"
 
 namespace wiola::profile {
 
@@ -112,23 +113,6 @@ Json layout_json(const RunLayout& l) {
           {"dtype_bytes", dtype_size(l.dtype)},
           {"stage_layers", std::move(split)},
           {"stages", std::move(stages)}};
-}
-
-Json model_json(const ModelConfig& c) {
-  return {{"preset", c.preset},
-          {"d", c.d},
-          {"layers", c.L},
-          {"heads", c.H},
-          {"kv_heads", c.Hkv},
-          {"dsff_a", c.dA},
-          {"dsff_b", c.dB},
-          {"vocab", c.V},
-          {"seq_len", c.T},
-          {"lambda", c.Lambda},
-          {"summary", summary_mode_name(c.summary)},
-          {"atm", atm_mode_name(c.atm)},
-          {"params", param_count(c)},
-          {"training_flops_per_token", training_flops_per_token(c)}};
 }
 
 Json stages_json(const RunLayout& l, const Metrics& m) {
@@ -319,7 +303,7 @@ Json profile_json(const ProfileResult& r) {
   const double mean_peak = m.ranks.empty() ? 0.0 : peak_sum / double(m.ranks.size());
   return {{"tool", "wiola-profile"},
           {"format", 1},
-          {"model", model_json(l.model)},
+          {"model", model_to_json(l.model)},
           {"layout", layout_json(l)},
           {"steps", {{"warmup", r.warmup_steps}, {"measured", r.measured_steps}}},
           {"peak",
@@ -447,7 +431,7 @@ std::string format_projection(const Projection& p) {
                s.train_tokens.c_str(), std::ceil(steps), human_duration(p.time_to_train_s).c_str());
   }
   if (!s.ignored_keys.empty()) {
-    out += "  WARNING: keys nobody read (typos?):";
+    out += "  WARNING: keys nobody read (superseded, or for another source of times):";
     for (const std::string& k : s.ignored_keys) {
       out += ' ';
       out += k;
@@ -471,7 +455,7 @@ Json projection_json(const Projection& p) {
                      {"other_s", c.other_s}});
   Json doc = {{"tool", "wiola-profile --project"},
               {"format", 1},
-              {"model", model_json(s.layout.model)},
+              {"model", model_to_json(s.layout.model)},
               {"layout", layout_json(s.layout)},
               {"cluster",
                {{"nodes", s.nodes},
