@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <tuple>
 
 #include "model/flops.hpp"
@@ -231,6 +232,23 @@ TEST(ToolOptions, OwnFlagsAreTakenOutTheRestPassesThrough) {
   EXPECT_EQ(t.out_dir, "dir");
   EXPECT_EQ(t.train_args, (std::vector<std::string>{"wiola-profile", "--preset", "wiola-tiny",
                                                     "--pp", "2"}));
+  // Unknown flags pass through in order with their values, whatever they look
+  // like; an abbreviation of a profiler flag is not one (--warmup is wiola-train's).
+  const char* mixed[] = {"wiola-profile", "--warmup", "5", "--config=x.ini", "--lr", "-1e-3",
+                         "--no-trace", "-x", "--project-set", "run.pp=2", "--project", "s.ini",
+                         "--project-set=run.zero=1"};
+  const ToolOptions m = parse_tool_options(int(std::size(mixed)), mixed);
+  EXPECT_EQ(m.train_args, (std::vector<std::string>{"wiola-profile", "--warmup", "5",
+                                                    "--config=x.ini", "--lr", "-1e-3", "-x"}));
+  EXPECT_FALSE(m.trace);
+  EXPECT_EQ(m.warmup_steps, 2);
+  EXPECT_EQ(m.project, "s.ini");
+  EXPECT_EQ(m.project_set, (std::vector<std::string>{"run.pp=2", "run.zero=1"}));
+  std::ostringstream help;
+  print_tool_help(help);
+  for (const char* want : {"Measurement:", "Sweep:", "--profile-steps N (=10)",
+                           "--peak-tflops X (=measured)", "--gemm-seconds S (=0.5)"})
+    EXPECT_NE(help.str().find(want), std::string::npos) << want << "\n" << help.str();
   const char* bad1[] = {"p", "--warmup-steps", "0"};
   EXPECT_THROW(parse_tool_options(3, bad1), Error);
   const char* bad2[] = {"p", "--sweep-pp", "2"};

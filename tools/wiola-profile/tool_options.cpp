@@ -1,117 +1,106 @@
 #include "wiola-profile/tool_options.hpp"
 
+#include <boost/program_options.hpp>
 #include <ostream>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "profile/peak.hpp"
+#include "wiola-profile/comma_list.hpp"
+
+namespace po = boost::program_options;
 
 namespace wiola::profile {
 
 namespace {
 
-int to_int(const std::string& flag, const std::string& v) {
-  std::size_t used = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  require(used == v.size() && x >= -2147483647LL && x <= 2147483647LL, flag, ": '", v,
-          "' is not an integer");
-  return int(x);
+// What the flags are read into besides ToolOptions' own fields.
+struct Lists {
+  CommaList<int> pp, micro_batch, microbatches, zero;
+  CommaList<std::string> schedule;
+  std::vector<std::string> project_set;
+  bool no_trace = false;
+};
+
+// The profiler's flags, bound to `t` and `l`, grouped as --help shows them
+// (with ToolOptions' defaults).
+po::options_description tool_flags(ToolOptions& t, Lists& l) {
+  po::options_description measure("Measurement");
+  measure.add_options()
+      ("profile-steps", po::value(&t.profile_steps)->default_value(t.profile_steps)
+           ->value_name("N"), "measured steps")
+      ("warmup-steps", po::value(&t.warmup_steps)->default_value(t.warmup_steps)
+           ->value_name("K"), "unmeasured steps first, at least 1 (the ranks are aligned after them)")
+      ("peak-tflops", po::value(&t.peak)->default_value(t.peak)->value_name("X"),
+       "MFU peak per rank: a number (TFLOP/s), h100, h200, a100, or 'measured': an sgemm on the "
+       "rank's threads")
+      ("gemm-size", po::value(&t.gemm_size)->default_value(t.gemm_size)->value_name("N"),
+       "matrix size of the measured sgemm")
+      ("gemm-seconds", po::value(&t.gemm_seconds)->default_value(t.gemm_seconds)
+           ->value_name("S"), "time spent measuring it");
+  po::options_description output("Output");
+  output.add_options()
+      ("out", po::value(&t.out_dir)->value_name("DIR"),
+       "write profile.csv, profile.json, trace.json (sweep.csv; projection.json and "
+       "projected-trace.json with --project)")
+      ("no-trace", po::bool_switch(&l.no_trace), "do not write trace.json")
+      ("verbose", po::bool_switch(&t.verbose), "also print the trainer's log");
+  po::options_description sweep("Sweep");
+  sweep.add_options()
+      ("sweep", po::bool_switch(&t.sweep),
+       "profile several layouts in this allocation, ranked by tokens/s")
+      ("sweep-pp", po::value(&l.pp)->value_name("LIST"),
+       "pipeline sizes (default: every divisor of the world size)")
+      ("sweep-micro-batch", po::value(&l.micro_batch)->value_name("LIST"),
+       "micro-batch sizes (default: --micro-batch)")
+      ("sweep-microbatches", po::value(&l.microbatches)->value_name("LIST"),
+       "micro-batches per replica (default: keep --global-batch)")
+      ("sweep-zero", po::value(&l.zero)->value_name("LIST"), "ZeRO stages (default: --zero)")
+      ("sweep-schedule", po::value(&l.schedule)->value_name("LIST"),
+       "1f1b, gpipe (default: --schedule)");
+  po::options_description project("Projection");
+  project.add_options()
+      ("project", po::value(&t.project)->value_name("FILE"),
+       "predict a layout on a cluster with the schedule simulator: a spec (INI) or a "
+       "profile.json (docs/profiling.md lists the spec keys)")
+      ("project-set", po::value(&l.project_set)->composing()->value_name("K=V"),
+       "override one spec key, e.g. run.pp=4 (repeatable)");
+  po::options_description all("Profile options (command line only)");
+  all.add_options()("help,h", "this help, then wiola-train's");
+  all.add(measure).add(output).add(sweep).add(project);
+  return all;
 }
 
-double to_double(const std::string& flag, const std::string& v) {
-  std::size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  require(used == v.size(), flag, ": '", v, "' is not a number");
-  return x;
-}
-
-std::vector<int> int_list(const std::string& flag, const std::string& v) {
-  std::vector<int> out;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(to_int(flag, item));
-  require(!out.empty(), flag, ": empty list");
-  return out;
-}
-
-std::vector<std::string> word_list(const std::string& v) {
-  std::vector<std::string> out;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+// No abbreviations: an abbreviation of a profiler flag may be a whole
+// wiola-train flag (--warmup is not --warmup-steps).
+constexpr int kStyle = po::command_line_style::default_style &
+                       ~po::command_line_style::allow_guessing;
 
 }  // namespace
 
 ToolOptions parse_tool_options(int argc, const char* const* argv) {
   ToolOptions t;
-  t.train_args.push_back(argc > 0 ? argv[0] : "wiola-profile");
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool inline_value = false;
-    if (arg.rfind("--", 0) == 0) {
-      const auto eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg.resize(eq);
-        inline_value = true;
-      }
-    }
-    // Flags without a value.
-    if (arg == "--help" || arg == "-h") {
-      t.help = true;
-      continue;
-    }
-    if (arg == "--sweep" || arg == "--no-trace" || arg == "--verbose") {
-      require(!inline_value, arg, " takes no value");
-      if (arg == "--sweep") t.sweep = true;
-      if (arg == "--no-trace") t.trace = false;
-      if (arg == "--verbose") t.verbose = true;
-      continue;
-    }
-    static const char* const with_value[] = {
-        "--profile-steps", "--warmup-steps", "--peak-tflops",         "--gemm-size",
-        "--gemm-seconds",  "--out",          "--sweep-pp",            "--sweep-micro-batch",
-        "--sweep-microbatches", "--sweep-zero", "--sweep-schedule",   "--project",
-        "--project-set"};
-    bool mine = false;
-    for (const char* f : with_value) mine = mine || arg == f;
-    if (!mine) {
-      t.train_args.push_back(argv[i]);
-      continue;
-    }
-    if (!inline_value) {
-      require(i + 1 < argc, arg, " needs a value");
-      value = argv[++i];
-    }
-    if (arg == "--profile-steps") t.profile_steps = to_int(arg, value);
-    else if (arg == "--warmup-steps") t.warmup_steps = to_int(arg, value);
-    else if (arg == "--peak-tflops") t.peak = value;
-    else if (arg == "--gemm-size") t.gemm_size = to_int(arg, value);
-    else if (arg == "--gemm-seconds") t.gemm_seconds = to_double(arg, value);
-    else if (arg == "--out") t.out_dir = value;
-    else if (arg == "--sweep-pp") t.sweep_spec.pp = int_list(arg, value);
-    else if (arg == "--sweep-micro-batch") t.sweep_spec.micro_batch = int_list(arg, value);
-    else if (arg == "--sweep-microbatches") t.sweep_spec.microbatches = int_list(arg, value);
-    else if (arg == "--sweep-zero") t.sweep_spec.zero = int_list(arg, value);
-    else if (arg == "--sweep-schedule") t.sweep_spec.schedule = word_list(value);
-    else if (arg == "--project") t.project = value;
-    else if (arg == "--project-set") t.project_set.push_back(value);
+  Lists l;
+  const po::options_description flags = tool_flags(t, l);
+  po::variables_map vm;
+  std::vector<std::string> rest;
+  try {
+    const po::parsed_options parsed =
+        po::command_line_parser(argc, argv).options(flags).style(kStyle).allow_unregistered().run();
+    po::store(parsed, vm);
+    po::notify(vm);
+    rest = po::collect_unrecognized(parsed.options, po::include_positional);
+  } catch (const po::error& e) {
+    fail(e.what());
   }
+  t.help = vm.count("help") > 0;
+  t.trace = !l.no_trace;
+  t.sweep_spec = {l.pp.items, l.micro_batch.items, l.microbatches.items, l.zero.items,
+                  l.schedule.items};
+  t.project_set = l.project_set;
+  // Everything that is not the profiler's, in order, is wiola-train's.
+  t.train_args.push_back(argc > 0 ? argv[0] : "wiola-profile");
+  t.train_args.insert(t.train_args.end(), rest.begin(), rest.end());
+
   require(t.profile_steps >= 1, "--profile-steps must be at least 1, got ", t.profile_steps);
   require(t.warmup_steps >= 1, "--warmup-steps must be at least 1 (ranks are aligned after it), got ",
           t.warmup_steps);
@@ -141,28 +130,10 @@ void print_tool_help(std::ostream& out) {
          "stage and overall tokens/s, model FLOP/s, MFU, the time split (compute / wait /\n"
          "drain / comm / reduce / optimizer), the bubble beside theory and peak RSS.\n"
          "Every wiola-train option (and its --config file) is accepted; see below.\n"
-         "\n"
-         "Profile options (command line only):\n"
-         "  --profile-steps N        measured steps (10)\n"
-         "  --warmup-steps K         unmeasured steps first, at least 1 (2)\n"
-         "  --peak-tflops X          MFU peak per rank: a number (TFLOP/s), h100, h200, a100,\n"
-         "                           or 'measured' (default): an sgemm on the rank's threads\n"
-         "  --gemm-size N            matrix size of the measured sgemm (1024)\n"
-         "  --gemm-seconds S         time spent measuring it (0.5)\n"
-         "  --out DIR                write profile.csv, profile.json, trace.json (sweep.csv;\n"
-         "                           projection.json and projected-trace.json with --project)\n"
-         "  --no-trace               do not write trace.json\n"
-         "  --verbose                also print the trainer's log\n"
-         "  --sweep                  profile several layouts in this allocation, ranked by tokens/s\n"
-         "  --sweep-pp LIST          pipeline sizes (default: every divisor of the world size)\n"
-         "  --sweep-micro-batch LIST micro-batch sizes (default: --micro-batch)\n"
-         "  --sweep-microbatches LIST micro-batches per replica (default: keep --global-batch)\n"
-         "  --sweep-zero LIST        ZeRO stages (default: --zero)\n"
-         "  --sweep-schedule LIST    1f1b, gpipe (default: --schedule)\n"
-         "  --project FILE           predict a layout on a cluster with the schedule simulator\n"
-         "                           (docs/profiling.md lists the spec keys)\n"
-         "  --project-set K=V        override one spec key, e.g. run.pp=4 (repeatable)\n"
          "\n";
+  ToolOptions defaults;
+  Lists lists;
+  out << tool_flags(defaults, lists) << "\n";
 }
 
 }  // namespace wiola::profile
