@@ -17,8 +17,6 @@ namespace wiola::profile {
 
 namespace {
 
-constexpr double kGB = 1e9, kUs = 1e-6;
-
 bool same_model(const ModelConfig& a, const ModelConfig& b) {
   return a.d == b.d && a.L == b.L && a.H == b.H && a.Hkv == b.Hkv && a.dA == b.dA &&
          a.dB == b.dB && a.V == b.V && a.T == b.T && a.Lambda == b.Lambda && a.summary == b.summary;
@@ -39,11 +37,12 @@ void read_cluster(const SpecValues& in, bool profile_peak, ProjectionSpec& spec)
   spec.nodes = in.integer("cluster.nodes", 1);
   require(cl.ranks_per_node >= 1 && spec.nodes >= 1,
           "projection: cluster.gpus_per_node and cluster.nodes must be positive");
-  cl.intra.latency_s = in.number("cluster.intra_latency_us", 0.0) * kUs;
-  cl.intra.bandwidth_Bps = in.number("cluster.intra_bandwidth_GBps", 0.0) * kGB;
-  cl.inter.latency_s = in.number("cluster.inter_latency_us", cl.intra.latency_s / kUs) * kUs;
+  cl.intra.latency_s = in.number("cluster.intra_latency_us", 0.0) * kSpecUs;
+  cl.intra.bandwidth_Bps = in.number("cluster.intra_bandwidth_GBps", 0.0) * kSpecGB;
+  cl.inter.latency_s =
+      in.number("cluster.inter_latency_us", cl.intra.latency_s / kSpecUs) * kSpecUs;
   cl.inter.bandwidth_Bps =
-      in.number("cluster.inter_bandwidth_GBps", cl.intra.bandwidth_Bps / kGB) * kGB;
+      in.number("cluster.inter_bandwidth_GBps", cl.intra.bandwidth_Bps / kSpecGB) * kSpecGB;
   const std::string device = in.text("cluster.device", "");
   if (!device.empty()) {
     const auto t = device_peak_tflops(device);
@@ -57,7 +56,7 @@ void read_cluster(const SpecValues& in, bool profile_peak, ProjectionSpec& spec)
     spec.peak_source = profile_peak ? "the profile's measured peak" : "cluster.peak_tflops";
   }
   spec.efficiency = in.number("cluster.compute_efficiency", 0.5);
-  spec.memory_Bps = in.number("cluster.memory_bandwidth_GBps", 0.0) * kGB;
+  spec.memory_Bps = in.number("cluster.memory_bandwidth_GBps", 0.0) * kSpecGB;
   spec.optimizer_bytes_per_param = in.number("cluster.optimizer_bytes_per_param", 32.0);
 }
 
@@ -128,8 +127,9 @@ bool read_given_times(const SpecValues& in, ProjectionSpec& spec) {
     b = f;
     for (double& x : b) x *= 2;  // backward = 2 x forward in FLOPs
   }
-  require(int(f.size()) == layers && int(b.size()) == layers, "projection: times.layer_forward and ",
-          "times.layer_backward need one value or ", layers, " (one per layer)");
+  require(int(f.size()) == layers && int(b.size()) == layers,
+          "projection: times.layer_forward and times.layer_backward need one value or ", layers,
+          " (one per layer)");
   for (int l = 0; l < layers; ++l) t.layers.push_back({f[std::size_t(l)], b[std::size_t(l)]});
   t.embed = {in.number("times.embed_forward", 0), in.number("times.embed_backward", 0)};
   t.head = {in.number("times.head_forward", 0), in.number("times.head_backward", 0)};

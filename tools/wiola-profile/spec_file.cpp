@@ -15,7 +15,6 @@ namespace wiola::profile {
 namespace {
 
 using Numbers = CommaList<double>;
-constexpr double kGB = 1e9, kUs = 1e-6;
 
 po::options_description make_spec_keys() {
   po::options_description keys("projection spec (docs/profiling.md, \"The spec file\")");
@@ -31,7 +30,7 @@ po::options_description make_spec_keys() {
       ("cluster.peak_tflops", po::value<double>(), "peak per rank")
       ("cluster.compute_efficiency", po::value<double>(), "fraction of the peak the layers reach")
       ("cluster.memory_bandwidth_GBps", po::value<double>(), "prices the optimizer update")
-      ("cluster.optimizer_bytes_per_param", po::value<double>(), "bytes the update moves per parameter")
+      ("cluster.optimizer_bytes_per_param", po::value<double>(), "bytes the update moves a parameter")
       ("run.pp", po::value<int>(), "pipeline stages")
       ("run.dp", po::value<int>(), "data-parallel replicas")
       ("run.micro_batch", po::value<int>(), "sequences per micro-batch")
@@ -158,8 +157,8 @@ po::variables_map spec_from_profile(const MeasuredProfile& p, const std::string&
   put_spec_default(vm, "cluster.gpus_per_node", l.world());
   put_spec_default(vm, "cluster.nodes", 1);
   if (p.link.measured) {
-    put_spec_default(vm, "cluster.intra_latency_us", p.link.latency_s / kUs);
-    put_spec_default(vm, "cluster.intra_bandwidth_GBps", p.link.bandwidth_Bps / kGB);
+    put_spec_default(vm, "cluster.intra_latency_us", p.link.latency_s / kSpecUs);
+    put_spec_default(vm, "cluster.intra_bandwidth_GBps", p.link.bandwidth_Bps / kSpecGB);
   }
   put_spec_default(vm, "cluster.peak_tflops", p.peak_flops / 1e12);
   put_spec_default(vm, "times.profile", origin);

@@ -14,6 +14,9 @@
 
 namespace wiola::profile {
 
+// The spec's units: GB/s are 1e9 bytes per second, latencies microseconds.
+constexpr double kSpecGB = 1e9, kSpecUs = 1e-6;
+
 // Every key a projection reads.
 const boost::program_options::options_description& spec_keys();
 

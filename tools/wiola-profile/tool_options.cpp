@@ -29,7 +29,8 @@ po::options_description tool_flags(ToolOptions& t, Lists& l) {
       ("profile-steps", po::value(&t.profile_steps)->default_value(t.profile_steps)
            ->value_name("N"), "measured steps")
       ("warmup-steps", po::value(&t.warmup_steps)->default_value(t.warmup_steps)
-           ->value_name("K"), "unmeasured steps first, at least 1 (the ranks are aligned after them)")
+           ->value_name("K"), "unmeasured steps first, at least 1 (the ranks are aligned "
+                              "after them)")
       ("peak-tflops", po::value(&t.peak)->default_value(t.peak)->value_name("X"),
        "MFU peak per rank: a number (TFLOP/s), h100, h200, a100, or 'measured': an sgemm on the "
        "rank's threads")
