@@ -8,22 +8,6 @@
 
 namespace wiola::profile {
 
-TimeSplit& TimeSplit::operator+=(const TimeSplit& o) {
-  compute += o.compute;
-  wait += o.wait;
-  drain += o.drain;
-  comm += o.comm;
-  reduce += o.reduce;
-  optimizer += o.optimizer;
-  other += o.other;
-  step += o.step;
-  return *this;
-}
-
-TimeSplit TimeSplit::scaled(double f) const {
-  return {compute * f, wait * f, drain * f, comm * f, reduce * f, optimizer * f, other * f, step * f};
-}
-
 namespace {
 
 

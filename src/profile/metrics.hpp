@@ -1,36 +1,24 @@
 #pragma once
 // Turns the gathered rank records of a profiled run into the numbers users
 // choose layouts by (docs/profiling.md, "Metrics"): per rank, per stage and
-// overall, the time split of a step, the bubble, tokens/s, model FLOP/s and
-// MFU against the peak.
+// overall, the time split of a step and the bubble (train/time_split.hpp: the
+// definitions wiola-train shares), tokens/s, model FLOP/s and MFU against the
+// peak.
 //
-// The split of one step on one rank, in seconds (sums to `step`):
-//   compute    forward and backward kernels (StageTimes::compute)
-//   wait       blocked on a neighbour's activation or gradient (StageTimes::wait)
-//   drain      idle at the end of the step until the last rank reaches the
-//              gradient reduction (the pipeline's cool-down bubble, which the
-//              executor counts under optimizer time because the rank sits in a
-//              collective); estimated from the aligned action timeline
-//   comm       packing, unpacking and completing point-to-point sends
-//   reduce     the gradient reduction (ReduceGrads) after the drain
-//   optimizer  the rest of the optimizer time: norm, clip, AdamW, ZeRO gather
-//   other      step wall time not inside any of these (data loading, bookkeeping)
-// bubble = (wait + drain) / step.
+// Where the split comes from: compute, wait and comm are the executor's
+// (StageTimes); the trainer's two phases (ReduceGrads, OptimizerStep) are
+// divided on the ranks' aligned timeline: the time a rank sat in them before
+// its partners in the reduction, or every rank at the optimizer's norm
+// all-reduce, had arrived is drain (taken first from completing sends, which
+// the executor counted as comm); other is the rest of the step's wall time.
 #include <string>
 #include <vector>
 
 #include "profile/layout.hpp"
 #include "profile/recorder.hpp"
+#include "train/time_split.hpp"
 
 namespace wiola::profile {
-
-struct TimeSplit {
-  double compute = 0, wait = 0, drain = 0, comm = 0, reduce = 0, optimizer = 0, other = 0;
-  double step = 0;
-  double bubble() const { return step > 0 ? (wait + drain) / step : 0; }
-  TimeSplit& operator+=(const TimeSplit& o);
-  TimeSplit scaled(double f) const;
-};
 
 struct RankMetrics {
   int rank = 0, stage = 0, dp_index = 0;

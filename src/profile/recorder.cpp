@@ -82,7 +82,10 @@ void StepRecorder::on_step(const StepRecord& r) {
   }
   const int measured = int(step - warmup_);
   rec_.steps = measured;
-  rec_.times += r.times;
+  // The executor's categories and the trainer's two phases as one: the
+  // profiler divides them itself, on the aligned timeline (metrics.cpp).
+  const TimeSplit& t = r.times;
+  rec_.times += StageTimes{t.compute, t.wait, t.comm, t.reduce + t.drain + t.optimizer, t.step};
   for (const auto& e : r.run->events)
     rec_.actions.push_back({measured, event_kind(e.action.kind), e.action.microbatch,
                             e.begin - t0_, e.end - t0_, e.waited});

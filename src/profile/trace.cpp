@@ -8,6 +8,8 @@
 
 namespace wiola::profile {
 
+using Json = Trace::Json;
+
 int Trace::add_track(int pid, int tid, std::string process_name, std::string thread_name) {
   tracks_.push_back({pid, tid, std::move(process_name), std::move(thread_name), {}});
   return int(tracks_.size()) - 1;
@@ -50,20 +52,18 @@ std::size_t Trace::slices() const {
 Json Trace::to_json(Json other) const {
   Json events = Json::array();
   auto meta = [&](const Track& t, const char* what, Json args) {
-    Json e = Json::object();
-    e.set("name", what).set("ph", "M").set("pid", t.pid).set("tid", t.tid).set("args",
-                                                                              std::move(args));
-    events.push(std::move(e));
+    events.push_back(
+        {{"name", what}, {"ph", "M"}, {"pid", t.pid}, {"tid", t.tid}, {"args", std::move(args)}});
   };
   std::map<int, bool> named_process;
   for (const Track& t : tracks_) {
     if (!named_process[t.pid]) {
       named_process[t.pid] = true;
-      meta(t, "process_name", Json::object().set("name", t.process_name));
-      meta(t, "process_sort_index", Json::object().set("sort_index", t.pid));
+      meta(t, "process_name", {{"name", t.process_name}});
+      meta(t, "process_sort_index", {{"sort_index", t.pid}});
     }
-    meta(t, "thread_name", Json::object().set("name", t.thread_name));
-    meta(t, "thread_sort_index", Json::object().set("sort_index", t.tid));
+    meta(t, "thread_name", {{"name", t.thread_name}});
+    meta(t, "thread_sort_index", {{"sort_index", t.tid}});
   }
   for (const Track& t : tracks_) {
     std::vector<const Event*> order;
@@ -73,23 +73,21 @@ Json Trace::to_json(Json other) const {
       return std::make_tuple(a->ts, -a->dur) < std::make_tuple(b->ts, -b->dur);
     });
     for (const Event* e : order) {
-      Json j = Json::object();
-      j.set("name", e->name).set("cat", e->category).set("ph", std::string(1, e->phase));
-      j.set("ts", e->ts * 1e6).set("pid", t.pid).set("tid", t.tid);
+      Json j = {{"name", e->name},  {"cat", e->category}, {"ph", std::string(1, e->phase)},
+                {"ts", e->ts * 1e6}, {"pid", t.pid},       {"tid", t.tid}};
       if (e->phase == 'X') {
-        j.set("dur", e->dur * 1e6);
-        if (e->args.size()) j.set("args", e->args);
+        j["dur"] = e->dur * 1e6;
+        if (!e->args.empty()) j["args"] = e->args;
       } else {
-        j.set("id", e->flow_id);
-        if (e->phase == 'f') j.set("bp", "e");
+        j["id"] = e->flow_id;
+        if (e->phase == 'f') j["bp"] = "e";
       }
-      events.push(std::move(j));
+      events.push_back(std::move(j));
     }
   }
-  Json doc = Json::object();
-  doc.set("traceEvents", std::move(events)).set("displayTimeUnit", "ms").set("otherData",
-                                                                             std::move(other));
-  return doc;
+  return {{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ms"},
+          {"otherData", std::move(other)}};
 }
 
 namespace {
@@ -154,18 +152,17 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
         it->second.first = std::min(it->second.first, a.begin);
         it->second.second = std::max(it->second.second, a.end);
       }
-      Json args = Json::object();
-      args.set("step", a.step);
-      if (a.microbatch >= 0) args.set("microbatch", a.microbatch);
+      Json args = {{"step", a.step}};
+      if (a.microbatch >= 0) args["microbatch"] = a.microbatch;
       double begin = a.begin;
       const bool compute = a.kind == Kind::Forward || a.kind == Kind::Backward;
       if (compute && a.waited > 0) {
         // The wait comes first: Forward / Backward block on their receive, then compute.
-        Json wargs = Json::object();
-        wargs.set("step", a.step).set("microbatch", a.microbatch).set(
-            "for", a.kind == Kind::Forward ? "activation" : "gradient");
         begin = std::min(a.end, a.begin + a.waited);
-        trace.add_slice(tr, "wait", "bubble", a.begin, begin, std::move(wargs));
+        trace.add_slice(tr, "wait", "bubble", a.begin, begin,
+                        {{"step", a.step},
+                         {"microbatch", a.microbatch},
+                         {"for", a.kind == Kind::Forward ? "activation" : "gradient"}});
       }
       trace.add_slice(tr, slice_name(a.kind), category(a.kind), begin, a.end, std::move(args));
       if (a.kind == Kind::SendActivation || a.kind == Kind::SendGrad)
@@ -174,7 +171,7 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
     }
     for (const auto& [step, span] : step_span)
       trace.add_slice(tr, "step " + std::to_string(step), "step", span.first, span.second,
-                      Json::object().set("step", step));
+                      {{"step", step}});
   }
   // Arrows: activation from stage s-1 into Forward on s, gradient from s+1 into Backward on s.
   for (int r = 0; r < layout.world(); ++r) {

@@ -3,10 +3,10 @@
 // track per rank, pid = pipeline stage, tid = world rank, so replicas of a
 // stage are grouped. Open trace.json in https://ui.perfetto.dev or
 // chrome://tracing. docs/profiling.md lists the slices.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "profile/json.hpp"
 #include "profile/layout.hpp"
 #include "profile/recorder.hpp"
 
@@ -14,6 +14,8 @@ namespace wiola::profile {
 
 class Trace {
  public:
+  using Json = nlohmann::ordered_json;
+
   // Returns the track index.
   int add_track(int pid, int tid, std::string process_name, std::string thread_name);
   // A complete ("X") slice; times in seconds.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pipeline/stage_executor.hpp"
+#include "train/time_split.hpp"
 
 namespace wiola {
 
@@ -24,8 +25,11 @@ struct PhaseEvent {
 struct StepRecord {
   std::int64_t step = 0;
   const StageExecutor::Result* run = nullptr;  // the executor's measurements and events
-  // The run's times, plus `optimizer` (both phases) and `total` (the whole step).
-  StageTimes times;
+  // This step's time split as this rank measures it alone: the executor's
+  // compute, wait and comm, the ReduceGrads phase as reduce, the world
+  // all-reduce of norm and loss that opens the optimizer phase as drain, the
+  // rest of that phase as optimizer (train/time_split.hpp).
+  TimeSplit times;
   PhaseEvent reduce, optimizer;
   double loss = 0, grad_norm = 0;
   bool skipped = false;  // non-finite gradient norm: no update

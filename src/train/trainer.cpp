@@ -109,7 +109,7 @@ class Trainer {
   StageExecutor::Result last_run_;  // the latest step's, for observers
 
   TrainSummary summary_;
-  StageTimes times_;  // over steps after the first
+  TimeSplit times_;  // over steps after the first
   std::int64_t steady_steps_ = 0;
   Clock::time_point t_start_, t_steady_, t_window_, t_saved_;
   double window_loss_ = 0, window_tokens_ = 0;
@@ -299,7 +299,10 @@ StepRecord Trainer::train_step(std::int64_t step) {
   const auto t_reduce = Clock::now();
   optimizer_->reduce_grads();  // tied-embedding sum, data-parallel reduction
   const auto t_optimizer = Clock::now();
+  // The world all-reduce of norm and loss: a rank that got here first waits
+  // for the last one (its drain as far as it can tell, train/time_split.hpp).
   const StepTotals totals = reduce_totals(run, /*with_grad_norm=*/true);
+  const auto t_reduced = Clock::now();
   r.loss = totals.mean_loss();
   r.grad_norm = totals.grad_norm;
   r.skipped = !std::isfinite(totals.grad_norm);  // every rank sees the same sum
@@ -311,9 +314,15 @@ StepRecord Trainer::train_step(std::int64_t step) {
 
   r.reduce = {StepPhase::ReduceGrads, clock_seconds(t_reduce), clock_seconds(t_optimizer)};
   r.optimizer = {StepPhase::Optimizer, clock_seconds(t_optimizer), clock_seconds(t_end)};
-  r.times = run.times;
-  r.times.optimizer = seconds_between(t_reduce, t_end);
-  r.times.total = run.times.total + r.times.optimizer;
+  TimeSplit& t = r.times;
+  t.compute = run.times.compute;
+  t.wait = run.times.wait;
+  t.comm = run.times.comm;
+  t.reduce = seconds_between(t_reduce, t_optimizer);
+  t.drain = seconds_between(t_optimizer, t_reduced);
+  t.optimizer = seconds_between(t_reduced, t_end);
+  t.step = run.times.total + seconds_between(t_reduce, t_end);
+  t.other = t.step - (t.compute + t.wait + t.drain + t.comm + t.reduce + t.optimizer);
   return r;
 }
 
@@ -437,34 +446,38 @@ TrainSummary Trainer::run() {
   return summary_;
 }
 
-// Per-stage time split, averaged over each stage's replicas.
+// Per-stage time split, averaged over each stage's replicas, with the drain
+// aligned over every rank's sums (align_drains); bubble as wiola-profile's.
 void Trainer::report_times() {
-  std::vector<double> mine{times_.compute, times_.wait, times_.comm, times_.optimizer,
-                           times_.total};
-  std::vector<double> all(mine.size() * world_.size(), 0.0);
-  std::vector<std::size_t> counts(world_.size(), mine.size());
+  const std::vector<double> mine{times_.compute, times_.wait,      times_.drain, times_.comm,
+                                 times_.reduce,  times_.optimizer, times_.other, times_.step};
+  const std::size_t n = mine.size();
+  std::vector<double> all(n * world_.size(), 0.0);
+  std::vector<std::size_t> counts(world_.size(), n);
   world_.allgather(mine.data(), all.data(), counts, DType::F64);
+  std::vector<TimeSplit> ranks;
+  for (int r = 0; r < world_.size(); ++r) {
+    const double* v = &all[std::size_t(r) * n];
+    ranks.push_back({v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]});
+  }
+  align_drains(ranks);
   for (int s = 0; s < grid_.pp; ++s) {
-    StageTimes st;
-    for (int r = 0; r < grid_.dp; ++r) {
-      const double* v = &all[std::size_t(grid_.rank_of(s, r)) * 5];
-      st += StageTimes{v[0] / grid_.dp, v[1] / grid_.dp, v[2] / grid_.dp, v[3] / grid_.dp,
-                       v[4] / grid_.dp};
-    }
-    summary_.stage_times.push_back(st);
+    TimeSplit st;
+    for (int r = 0; r < grid_.dp; ++r) st += ranks[std::size_t(grid_.rank_of(s, r))];
+    summary_.stage_times.push_back(st.scaled(1.0 / grid_.dp));
   }
   if (!rank0_) return;
   std::ostringstream os;
   os << "per-stage time over steps 2.." << summary_.steps
-     << " (seconds; bubble = waiting on peers / total):\n";
+     << " (seconds; bubble = (wait + drain) / step, docs/profiling.md):\n";
   for (int s = 0; s < grid_.pp; ++s) {
-    const StageTimes& st = summary_.stage_times[s];
-    char buf[200];
+    const TimeSplit& st = summary_.stage_times[s];
+    char buf[240];
     std::snprintf(buf, sizeof buf,
-                  "  stage %d layers [%d,%d): compute %.2f  wait %.2f  comm %.2f  optimizer "
-                  "%.2f  total %.2f  bubble %.1f%%\n",
-                  s, specs_[s].first_layer, specs_[s].end_layer, st.compute, st.wait, st.comm,
-                  st.optimizer, st.total, 100.0 * st.wait / std::max(st.total, 1e-9));
+                  "  stage %d layers [%d,%d): compute %.2f  wait %.2f  drain %.2f  comm %.2f  "
+                  "reduce %.2f  optimizer %.2f  other %.2f  step %.2f  bubble %.1f%%\n",
+                  s, specs_[s].first_layer, specs_[s].end_layer, st.compute, st.wait, st.drain,
+                  st.comm, st.reduce, st.optimizer, st.other, st.step, 100.0 * st.bubble());
     os << buf;
   }
   char buf[160];

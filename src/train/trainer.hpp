@@ -9,6 +9,7 @@
 #include "comm/communicator.hpp"
 #include "pipeline/stage_executor.hpp"
 #include "train/options.hpp"
+#include "train/time_split.hpp"
 #include "train/train_observer.hpp"
 
 namespace wiola {
@@ -25,8 +26,8 @@ struct TrainSummary {
   // Over steps 2..N (step 1 warms caches and allocators up), all ranks.
   double tokens_per_second = 0;
   // Per stage, averaged over its data-parallel replicas, summed over steps
-  // 2..N (every rank receives them).
-  std::vector<StageTimes> stage_times;
+  // 2..N (every rank receives them); the drain aligned over ranks (align_drains).
+  std::vector<TimeSplit> stage_times;
   std::vector<StageSpec> stages;  // the partition the run used
 };
 

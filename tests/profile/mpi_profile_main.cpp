@@ -13,9 +13,10 @@
 
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
-#include "profile/outputs.hpp"
 #include "profile/profile_run.hpp"
 #include "trace_check.hpp"
+#include "wiola-profile/files.hpp"
+#include "wiola-profile/outputs.hpp"
 
 using namespace wiola;
 using namespace wiola::profile;
@@ -53,10 +54,8 @@ int check_dir(const std::string& dir, const Args& a) {
   run.microbatches = a.microbatches;
   run.schedule = pipeline::parse_schedule_kind(a.schedule);
   const auto path = [&](const char* f) { return (std::filesystem::path(dir) / f).string(); };
-  std::vector<std::string> problems =
-      testing::check_trace(Json::parse(read_text_file(path("trace.json"))), run);
-  for (const std::string& p :
-       testing::check_profile_json(Json::parse(read_text_file(path("profile.json"))), run))
+  std::vector<std::string> problems = testing::check_trace(read_json_file(path("trace.json")), run);
+  for (const std::string& p : testing::check_profile_json(read_json_file(path("profile.json")), run))
     problems.push_back(p);
   const std::string csv = read_text_file(path("profile.csv"));
   if (csv.rfind("scope,rank,stage", 0) != 0) problems.push_back("profile.csv: unexpected header");

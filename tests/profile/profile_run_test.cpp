@@ -8,8 +8,8 @@
 #include "comm/mpi_communicator.hpp"
 #include "model/flops.hpp"
 #include "profile/profile_run.hpp"
-#include "profile/projection.hpp"
-#include "profile/report.hpp"
+#include "wiola-profile/projection.hpp"
+#include "wiola-profile/report.hpp"
 
 extern wiola::comm::MpiRuntime* g_profile_mpi;
 
@@ -84,14 +84,20 @@ TEST(ProfileRun, LayerTimesSumToTheMeasuredStage) {
 
 TEST(ProfileRun, SimulatorPredictsTheRunFromItsOwnStageTimes) {
   const ProfileResult& r = mini_run();
-  const Json record = Json::parse(profile_json(r).dump());  // through the file format
-  const Projection p = project(projection_from_profile(record, {}));
+  const Projection p = project(projection_from_profile(measured_profile(r), {}));
   ASSERT_TRUE(p.spec.measured.has_value());
   EXPECT_EQ(p.spec.source, TimeSource::Stages);
   const double predicted = p.metrics.overall.step_s, measured = r.metrics.overall.step_s;
   std::printf("[profile] one rank: predicted step %.3f ms, measured %.3f ms\n", predicted * 1e3,
               measured * 1e3);
   EXPECT_NEAR(predicted, measured, 0.10 * measured);
+  // Through the file format: profile.json read back predicts the same, to the bit.
+  const MeasuredProfile back = measured_profile_from_json(
+      Json::parse(profile_json(r).dump()), "profile.json");
+  const Projection q = project(projection_from_profile(back, {}));
+  EXPECT_EQ(q.metrics.overall.step_s, predicted);
+  EXPECT_EQ(q.metrics.overall.bubble, p.metrics.overall.bubble);
+  EXPECT_EQ(q.spec.source_text, p.spec.source_text);
 }
 
 TEST(ProfileRun, ReportsNameTheirUnits) {

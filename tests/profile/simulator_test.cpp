@@ -7,9 +7,9 @@
 #include <cmath>
 
 #include "pipeline/schedule.hpp"
-#include "profile/cluster.hpp"
 #include "profile/metrics.hpp"
-#include "profile/simulator.hpp"
+#include "wiola-profile/cluster.hpp"
+#include "wiola-profile/simulator.hpp"
 
 namespace wiola::profile {
 namespace {

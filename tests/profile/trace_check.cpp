@@ -17,10 +17,17 @@ std::string msg(const Args&... args) {
   return os.str();
 }
 
+// The member `key` of an object; null when `j` is no object or has no such member.
+const Json* member(const Json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  const auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
 const Json* find_path(const Json& j, std::initializer_list<const char*> keys) {
   const Json* cur = &j;
   for (const char* k : keys) {
-    cur = cur->find(k);
+    cur = member(*cur, k);
     if (!cur) return nullptr;
   }
   return cur;
@@ -33,7 +40,7 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
   auto problem = [&](const std::string& s) {
     if (problems.size() < 40) problems.push_back(s);
   };
-  const Json* events = trace.find("traceEvents");
+  const Json* events = member(trace, "traceEvents");
   if (!events || !events->is_array()) return {"no traceEvents array"};
   const int world = run.pp * run.dp;
 
@@ -45,69 +52,69 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
   std::map<std::tuple<int, std::string, int, int>, int> count;
   std::map<long long, int> flows;  // id -> +1 for 's', -1 for 'f'
 
-  for (const Json& e : events->items()) {
-    const Json* ph = e.find("ph");
-    const Json* pid = e.find("pid");
-    const Json* tid = e.find("tid");
+  for (const Json& e : *events) {
+    const Json* ph = member(e, "ph");
+    const Json* pid = member(e, "pid");
+    const Json* tid = member(e, "tid");
     if (!ph || !ph->is_string() || !pid || !pid->is_number() || !tid || !tid->is_number()) {
       problem("an event without ph/pid/tid");
       continue;
     }
-    const int p = int(pid->as_number()), t = int(tid->as_number());
+    const int p = pid->get<int>(), t = tid->get<int>();
     if (t < 0 || t >= world || p != t / run.dp) {
       problem(msg("event on track pid ", p, " tid ", t, ": not a rank of a ", run.pp, " x ",
                   run.dp, " grid (pid = stage, tid = rank)"));
       continue;
     }
-    const std::string phase = ph->as_string();
-    const Json* name = e.find("name");
+    const std::string phase = ph->get<std::string>();
+    const Json* name = member(e, "name");
     if (!name || !name->is_string()) {
       problem("an event without a name");
       continue;
     }
     if (phase == "M") {
-      if (name->as_string() == "thread_name") named_tracks.insert(t);
+      if (name->get<std::string>() == "thread_name") named_tracks.insert(t);
       continue;
     }
-    const Json* ts = e.find("ts");
-    if (!ts || !ts->is_number() || !std::isfinite(ts->as_number())) {
-      problem(msg("rank ", t, ": event '", name->as_string(), "' without a finite ts"));
+    const Json* ts = member(e, "ts");
+    if (!ts || !ts->is_number() || !std::isfinite(ts->get<double>())) {
+      problem(msg("rank ", t, ": event '", name->get<std::string>(), "' without a finite ts"));
       continue;
     }
-    const double now = ts->as_number();
+    const double now = ts->get<double>();
     auto [it, fresh] = last_ts.try_emplace({p, t}, now);
     if (!fresh) {
       if (now < it->second)
-        problem(msg("rank ", t, ": timestamps go back at '", name->as_string(), "' (", now,
+        problem(msg("rank ", t, ": timestamps go back at '", name->get<std::string>(), "' (", now,
                     " after ", it->second, ")"));
       it->second = now;
     }
     if (phase == "s" || phase == "f") {
-      const Json* id = e.find("id");
+      const Json* id = member(e, "id");
       if (!id || !id->is_number()) {
         problem("a flow event without an id");
         continue;
       }
-      flows[id->as_int()] += phase == "s" ? 1 : -1;
+      flows[id->get<long long>()] += phase == "s" ? 1 : -1;
       continue;
     }
     if (phase != "X") {
       problem(msg("unexpected phase '", phase, "'"));
       continue;
     }
-    const Json* dur = e.find("dur");
-    if (!dur || !dur->is_number() || !(dur->as_number() >= 0))
-      problem(msg("rank ", t, ": '", name->as_string(), "' has no non-negative dur"));
-    const Json* args = e.find("args");
-    const Json* step = args ? args->find("step") : nullptr;
-    const Json* mb = args ? args->find("microbatch") : nullptr;
-    const std::string n = name->as_string();
+    const Json* dur = member(e, "dur");
+    if (!dur || !dur->is_number() || !(dur->get<double>() >= 0))
+      problem(msg("rank ", t, ": '", name->get<std::string>(), "' has no non-negative dur"));
+    const Json* args = member(e, "args");
+    const Json* step = args ? member(*args, "step") : nullptr;
+    const Json* mb = args ? member(*args, "microbatch") : nullptr;
+    const std::string n = name->get<std::string>();
     if (n == "wait" || n.rfind("step ", 0) == 0) continue;
     if (!step || !step->is_number()) {
       problem(msg("rank ", t, ": '", n, "' without args.step"));
       continue;
     }
-    const int s = int(step->as_int()), m = mb && mb->is_number() ? int(mb->as_int()) : -1;
+    const int s = step->get<int>(), m = mb && mb->is_number() ? mb->get<int>() : -1;
     if (s < 1 || s > run.steps) problem(msg("rank ", t, ": '", n, "' in step ", s));
     ++count[{t, n, s, m}];
     if (n == "Forward" || n == "Backward") order[t][s].push_back(msg(n[0], m));
@@ -165,7 +172,7 @@ std::vector<std::string> check_profile_json(const Json& p, const ExpectedRun& ru
   std::vector<std::string> problems;
   auto expect_int = [&](std::initializer_list<const char*> path, int want, const char* what) {
     const Json* j = find_path(p, path);
-    if (!j || !j->is_number() || int(j->as_number()) != want)
+    if (!j || !j->is_number() || j->get<int>() != want)
       problems.push_back(msg("profile.json: ", what, " is not ", want));
   };
   expect_int({"layout", "pp"}, run.pp, "layout.pp");
@@ -173,24 +180,24 @@ std::vector<std::string> check_profile_json(const Json& p, const ExpectedRun& ru
   expect_int({"layout", "microbatches"}, run.microbatches, "layout.microbatches");
   expect_int({"steps", "measured"}, run.steps, "steps.measured");
   const Json* tps = find_path(p, {"overall", "tokens_per_s"});
-  if (!tps || !tps->is_number() || !(tps->as_number() > 0))
+  if (!tps || !tps->is_number() || !(tps->get<double>() > 0))
     problems.push_back("profile.json: overall.tokens_per_s is not positive");
-  const Json* ranks = p.find("ranks");
+  const Json* ranks = member(p, "ranks");
   if (!ranks || !ranks->is_array() || int(ranks->size()) != run.pp * run.dp) {
     problems.push_back("profile.json: ranks is not one entry per rank");
     return problems;
   }
-  for (const Json& r : ranks->items()) {
-    const double step = r.at("step_s").as_number();
+  for (const Json& r : *ranks) {
+    const double step = r.at("step_s").get<double>();
     double parts = 0;
     for (const char* k : {"compute_s", "wait_s", "drain_s", "comm_s", "reduce_s", "optimizer_s"}) {
-      const double v = r.at(k).as_number();
-      if (v < 0) problems.push_back(msg("rank ", r.at("rank").as_number(), ": ", k, " < 0"));
+      const double v = r.at(k).get<double>();
+      if (v < 0) problems.push_back(msg("rank ", r.at("rank").get<int>(), ": ", k, " < 0"));
       parts += v;
     }
     // What the executor counted cannot exceed the wall time of the step.
     if (!(step > 0) || parts > step * 1.01 + 1e-4)
-      problems.push_back(msg("rank ", r.at("rank").as_number(), ": parts ", parts,
+      problems.push_back(msg("rank ", r.at("rank").get<int>(), ": parts ", parts,
                              " s exceed the step ", step, " s"));
   }
   return problems;

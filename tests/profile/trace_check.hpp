@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "pipeline/schedule.hpp"
-#include "profile/json.hpp"
+#include "wiola-profile/files.hpp"
 
 namespace wiola::profile::testing {
 

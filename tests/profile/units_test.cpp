@@ -1,71 +1,112 @@
-// The profiler's building blocks without a training run: JSON round trips and
-// errors, the INI spec reader, the timeline of a simulated step through the
-// trace checker, projection specs, sweep points and the tool's flags.
+// The profiler's building blocks without a training run: JSON files (round
+// trips and errors), the INI spec reader, the timeline of a simulated step
+// through the trace checker, projection specs, sweep points and the tool's flags.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
+#include <tuple>
 
 #include "model/flops.hpp"
-#include "profile/ini.hpp"
-#include "profile/json.hpp"
 #include "profile/peak.hpp"
-#include "profile/projection.hpp"
-#include "profile/report.hpp"
-#include "profile/sweep.hpp"
-#include "profile/tool_options.hpp"
 #include "profile/trace.hpp"
 #include "trace_check.hpp"
+#include "wiola-profile/files.hpp"
+#include "wiola-profile/projection.hpp"
+#include "wiola-profile/report.hpp"
+#include "wiola-profile/spec_file.hpp"
+#include "wiola-profile/sweep.hpp"
+#include "wiola-profile/tool_options.hpp"
 
 namespace wiola::profile {
 namespace {
 
-TEST(Json, RoundTripsValuesAndKeepsKeyOrder) {
-  Json j = Json::object();
-  j.set("b", 1.5).set("a", "x\"y\n\x01").set("list", Json::array({Json(1), Json(true), Json()}));
-  j.set("big", 2179698716LL).set("tiny", 5.6095e-07);
-  const Json back = Json::parse(j.dump(2));
-  EXPECT_EQ(back.key(0), "b");
-  EXPECT_EQ(back.at("a").as_string(), "x\"y\n\x01");
-  EXPECT_EQ(back.at("big").as_int(), 2179698716LL);
-  EXPECT_EQ(back.at("tiny").as_number(), 5.6095e-07);
-  EXPECT_TRUE(back.at("list").items()[1].as_bool());
-  EXPECT_TRUE(back.at("list").items()[2].is_null());
-  EXPECT_EQ(Json::parse(j.dump()).dump(), j.dump());
-  EXPECT_EQ(Json::parse(R"("\u00e9\ud83d\ude00")").as_string(), "\xc3\xa9\xf0\x9f\x98\x80");
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  write_text_file(path.string(), text);
+  return path.string();
 }
 
-TEST(Json, RejectsMalformedText) {
+TEST(JsonFiles, RoundTripValuesAndKeepKeyOrder) {
+  const Json j = {{"b", 1.5},
+                  {"a", "x\"y\n\x01"},
+                  {"list", {1, true, nullptr}},
+                  {"big", 2179698716LL},
+                  {"tiny", 5.6095e-07}};
+  const std::string path = write_temp("wiola-profile-test.json", j.dump(2));
+  const Json back = read_json_file(path);
+  EXPECT_EQ(back.begin().key(), "b");
+  EXPECT_EQ(back.at("a").get<std::string>(), "x\"y\n\x01");
+  EXPECT_EQ(back.at("big").get<long long>(), 2179698716LL);
+  EXPECT_EQ(back.at("tiny").get<double>(), 5.6095e-07);
+  EXPECT_TRUE(back.at("list")[1].get<bool>());
+  EXPECT_TRUE(back.at("list")[2].is_null());
+  EXPECT_EQ(Json::parse(j.dump()).dump(), j.dump());
+  EXPECT_EQ(Json::parse(R"("\u00e9\ud83d\ude00")").get<std::string>(), "\xc3\xa9\xf0\x9f\x98\x80");
+  std::filesystem::remove(path);
+}
+
+TEST(JsonFiles, RejectMalformedTextNamingFileAndLine) {
   for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\x\"", "tru", "[1] 2",
-                          "{\"a\":1,}", "\"\\ud800\"", "nan", "-"})
-    EXPECT_THROW(Json::parse(bad), Error) << bad;
+                          "{\"a\":1,}", "\"\\ud800\"", "nan", "-"}) {
+    const std::string path = write_temp("wiola-profile-bad.json", bad);
+    EXPECT_THROW(read_json_file(path), Error) << bad;
+  }
+  const std::string path = write_temp("wiola-profile-bad.json", "[1,\n  2,,]");
   try {
-    Json::parse("[1,\n  2,,]");
+    read_json_file(path);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
+  std::filesystem::remove(path);
+  EXPECT_THROW(read_json_file("/nonexistent/profile.json"), Error);
 }
 
-TEST(Ini, SectionsOverridesAndErrors) {
-  KeyValues kv;
-  kv.merge_ini("# comment\ntop = 1\n[run]\npp = 4 ; trailing\nlist = 1, 2.5,3\n", "spec.ini");
-  kv.merge_assignment("run.pp=8");
-  EXPECT_EQ(kv.integer("top", 0), 1);
+TEST(SpecFile, SectionsOverridesAndErrors) {
+  namespace po = boost::program_options;
+  const po::variables_map vm = spec_from_ini(
+      "# comment\n[cluster]\nnodes = 1 # trailing\n[run]\npp = 4 ; trailing\n"
+      "[times]\nstage_forward = 1, 2.5,3\n",
+      "spec.ini", {"run.pp=8"});
+  const SpecValues kv(vm);
+  EXPECT_EQ(kv.integer("cluster.nodes", 0), 1);
   EXPECT_EQ(kv.integer("run.pp", 0), 8);
-  EXPECT_EQ(kv.numbers("run.list"), (std::vector<double>{1, 2.5, 3}));
-  EXPECT_EQ(kv.number("run.missing", 7.5), 7.5);
+  EXPECT_EQ(kv.numbers("times.stage_forward"), (std::vector<double>{1, 2.5, 3}));
+  EXPECT_EQ(kv.number("cluster.compute_efficiency", 7.5), 7.5);
   EXPECT_TRUE(kv.unused().empty());
-  kv.merge_ini("[run]\nzero = two\n", "b.ini");
   try {
-    kv.integer("run.zero", 0);
+    spec_from_ini("[run]\nzero = two\n", "b.ini", {});
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("b.ini:2"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(kv.merge_ini("[run\n", "c.ini"), Error);
-  EXPECT_THROW(kv.merge_ini("novalue\n", "c.ini"), Error);
-  EXPECT_THROW(kv.merge_assignment("nothing"), Error);
+  EXPECT_THROW(spec_from_ini("[run\n", "c.ini", {}), Error);
+  EXPECT_THROW(spec_from_ini("novalue\n", "c.ini", {}), Error);
+  EXPECT_THROW(spec_from_ini("", "c.ini", {"nothing"}), Error);
+  // Keys that are not the spec's are errors naming them (and the line).
+  for (const auto& [text, set, want] :
+       {std::tuple{"[run]\n\ntypo = 1\n", "", "c.ini:3: unknown key 'run.typo'"},
+        std::tuple{"", "run.typo=1", "--project-set: unknown key 'run.typo'"}}) {
+    try {
+      spec_from_ini(text, "c.ini", {set});
+      ADD_FAILURE() << text << set;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  // --project-set: the later of two for one key wins.
+  const po::variables_map twice = spec_from_ini("", "c.ini", {"run.pp=2", "run.pp = 3"});
+  EXPECT_EQ(SpecValues(twice).integer("run.pp", 0), 3);
+}
+
+TEST(SpecFile, CommentsStartAtHashOrSemicolon) {
+  EXPECT_EQ(strip_ini_comment("pp = 4 ; four stages"), "pp = 4 ");
+  EXPECT_EQ(strip_ini_comment("device = h100   # 989 TFLOP/s"), "device = h100   ");
+  EXPECT_EQ(strip_ini_comment("; a whole line"), "");
+  EXPECT_EQ(strip_ini_comment("[run]"), "[run]");
 }
 
 TEST(Trace, SimulatedStepPassesTheTraceChecker) {
@@ -96,12 +137,6 @@ TEST(Trace, SimulatedStepPassesTheTraceChecker) {
     actions[4].erase(actions[4].begin() + 1);
     EXPECT_FALSE(testing::check_trace(build_trace(l, actions).to_json(Json::object()), run).empty());
   }
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / name;
-  write_text_file(path.string(), text);
-  return path.string();
 }
 
 TEST(Projection, FromFlopsOnAClusterWithAChinchillaBudget) {
@@ -152,8 +187,11 @@ TEST(Projection, ExplicitPerLayerTimesAndErrors) {
   EXPECT_THROW(load_projection(spec, {"run.dp=2"}), Error);  // 4 ranks on a 2-rank cluster
   EXPECT_THROW(load_projection(spec, {"run.zero=3"}), Error);
   EXPECT_THROW(load_projection(spec, {"model.preset=wiola-9b"}), Error);
-  const Projection q = project(load_projection(spec, {"run.typo=1"}));
+  EXPECT_THROW(load_projection(spec, {"run.typo=1"}), Error);  // not a spec key
+  // A spec key that the chosen time source does not read is listed.
+  const Projection q = project(load_projection(spec, {"times.stage_backward=1,2"}));
   ASSERT_EQ(q.spec.ignored_keys.size(), 1u);
+  EXPECT_EQ(q.spec.ignored_keys[0], "times.stage_backward");
   EXPECT_THROW(load_projection("/nonexistent/spec.ini", {}), Error);
   std::filesystem::remove(spec);
 }
@@ -194,6 +232,23 @@ TEST(ToolOptions, OwnFlagsAreTakenOutTheRestPassesThrough) {
   EXPECT_EQ(t.out_dir, "dir");
   EXPECT_EQ(t.train_args, (std::vector<std::string>{"wiola-profile", "--preset", "wiola-tiny",
                                                     "--pp", "2"}));
+  // Unknown flags pass through in order with their values, whatever they look
+  // like; an abbreviation of a profiler flag is not one (--warmup is wiola-train's).
+  const char* mixed[] = {"wiola-profile", "--warmup", "5", "--config=x.ini", "--lr", "-1e-3",
+                         "--no-trace", "-x", "--project-set", "run.pp=2", "--project", "s.ini",
+                         "--project-set=run.zero=1"};
+  const ToolOptions m = parse_tool_options(int(std::size(mixed)), mixed);
+  EXPECT_EQ(m.train_args, (std::vector<std::string>{"wiola-profile", "--warmup", "5",
+                                                    "--config=x.ini", "--lr", "-1e-3", "-x"}));
+  EXPECT_FALSE(m.trace);
+  EXPECT_EQ(m.warmup_steps, 2);
+  EXPECT_EQ(m.project, "s.ini");
+  EXPECT_EQ(m.project_set, (std::vector<std::string>{"run.pp=2", "run.zero=1"}));
+  std::ostringstream help;
+  print_tool_help(help);
+  for (const char* want : {"Measurement:", "Sweep:", "--profile-steps N (=10)",
+                           "--peak-tflops X (=measured)", "--gemm-seconds S (=0.5)"})
+    EXPECT_NE(help.str().find(want), std::string::npos) << want << "\n" << help.str();
   const char* bad1[] = {"p", "--warmup-steps", "0"};
   EXPECT_THROW(parse_tool_options(3, bad1), Error);
   const char* bad2[] = {"p", "--sweep-pp", "2"};

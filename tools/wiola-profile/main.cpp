@@ -15,11 +15,11 @@
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "pipeline/wire.hpp"
-#include "profile/outputs.hpp"
 #include "profile/profile_run.hpp"
-#include "profile/report.hpp"
-#include "profile/tool_options.hpp"
 #include "train/options.hpp"
+#include "wiola-profile/outputs.hpp"
+#include "wiola-profile/report.hpp"
+#include "wiola-profile/tool_options.hpp"
 
 using namespace wiola;
 using namespace wiola::profile;

@@ -1,4 +1,4 @@
-#include "profile/cluster.hpp"
+#include "wiola-profile/cluster.hpp"
 
 #include <algorithm>
 

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "pipeline/schedule.hpp"
-#include "profile/cluster.hpp"
 #include "profile/recorder.hpp"
+#include "wiola-profile/cluster.hpp"
 
 namespace wiola::profile {
 

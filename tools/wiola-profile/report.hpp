@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "profile/json.hpp"
 #include "profile/metrics.hpp"
 #include "profile/profile_run.hpp"
-#include "profile/projection.hpp"
-#include "profile/sweep.hpp"
+#include "wiola-profile/files.hpp"
+#include "wiola-profile/projection.hpp"
+#include "wiola-profile/sweep.hpp"
 
 namespace wiola::profile {
 

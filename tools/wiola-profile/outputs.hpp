@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "profile/profile_run.hpp"
-#include "profile/projection.hpp"
-#include "profile/sweep.hpp"
+#include "wiola-profile/projection.hpp"
+#include "wiola-profile/sweep.hpp"
 
 namespace wiola::profile {
 

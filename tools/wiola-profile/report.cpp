@@ -1,11 +1,13 @@
-#include "profile/report.hpp"
+#include "wiola-profile/report.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
 #include "model/flops.hpp"
+#include "wiola-profile/model_fields.hpp"
 
 namespace wiola::profile {
 
@@ -21,10 +23,12 @@ std::string fmt(const char* f, ...) {
   return buf;
 }
 
+// The shortest text that reads back as the same double; empty when not finite.
 std::string csv_number(double v) {
-  std::string s;
-  append_json_number(s, v);
-  return s == "null" ? "" : s;
+  if (!std::isfinite(v)) return "";
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 // Appends ",<number>" (or just "," when !present).
@@ -68,16 +72,9 @@ std::string split_row(const std::string& label, int ranks, const TimeSplit& t, d
 }
 
 Json split_json(const TimeSplit& t) {
-  return Json::object()
-      .set("step_s", t.step)
-      .set("compute_s", t.compute)
-      .set("wait_s", t.wait)
-      .set("drain_s", t.drain)
-      .set("comm_s", t.comm)
-      .set("reduce_s", t.reduce)
-      .set("optimizer_s", t.optimizer)
-      .set("other_s", t.other)
-      .set("bubble", t.bubble());
+  return {{"step_s", t.step},       {"compute_s", t.compute}, {"wait_s", t.wait},
+          {"drain_s", t.drain},     {"comm_s", t.comm},       {"reduce_s", t.reduce},
+          {"optimizer_s", t.optimizer}, {"other_s", t.other}, {"bubble", t.bubble()}};
 }
 
 const char* kCsvSplit = "step_s,compute_s,wait_s,drain_s,comm_s,reduce_s,optimizer_s,other_s,bubble";
@@ -96,88 +93,65 @@ std::string csv_split(const TimeSplit& t) {
 Json layout_json(const RunLayout& l) {
   Json split = Json::array(), stages = Json::array();
   for (const StageSpec& s : l.stages) {
-    split.push(s.num_layers());
-    stages.push(Json::object()
-                    .set("first_layer", s.first_layer)
-                    .set("end_layer", s.end_layer)
-                    .set("embed", s.embed)
-                    .set("head", s.head));
+    split.push_back(s.num_layers());
+    stages.push_back({{"first_layer", s.first_layer},
+                      {"end_layer", s.end_layer},
+                      {"embed", s.embed},
+                      {"head", s.head}});
   }
-  return Json::object()
-      .set("pp", l.pp)
-      .set("dp", l.dp)
-      .set("world", l.world())
-      .set("schedule", std::string(pipeline::schedule_kind_name(l.schedule)))
-      .set("zero", l.zero)
-      .set("micro_batch", l.micro_batch)
-      .set("microbatches", l.microbatches)
-      .set("global_batch", l.global_batch)
-      .set("tokens_per_step", l.tokens_per_step())
-      .set("threads", l.threads)
-      .set("dtype", std::string(dtype_name(l.dtype)))
-      .set("dtype_bytes", int(dtype_size(l.dtype)))
-      .set("stage_layers", std::move(split))
-      .set("stages", std::move(stages));
-}
-
-Json model_json(const ModelConfig& c) {
-  return Json::object()
-      .set("preset", c.preset)
-      .set("d", c.d)
-      .set("layers", c.L)
-      .set("heads", c.H)
-      .set("kv_heads", c.Hkv)
-      .set("dsff_a", c.dA)
-      .set("dsff_b", c.dB)
-      .set("vocab", c.V)
-      .set("seq_len", c.T)
-      .set("lambda", c.Lambda)
-      .set("summary", std::string(summary_mode_name(c.summary)))
-      .set("atm", std::string(atm_mode_name(c.atm)))
-      .set("params", param_count(c))
-      .set("training_flops_per_token", training_flops_per_token(c));
+  return {{"pp", l.pp},
+          {"dp", l.dp},
+          {"world", l.world()},
+          {"schedule", pipeline::schedule_kind_name(l.schedule)},
+          {"zero", l.zero},
+          {"micro_batch", l.micro_batch},
+          {"microbatches", l.microbatches},
+          {"global_batch", l.global_batch},
+          {"tokens_per_step", l.tokens_per_step()},
+          {"threads", l.threads},
+          {"dtype", dtype_name(l.dtype)},
+          {"dtype_bytes", dtype_size(l.dtype)},
+          {"stage_layers", std::move(split)},
+          {"stages", std::move(stages)}};
 }
 
 Json stages_json(const RunLayout& l, const Metrics& m) {
   Json out = Json::array();
   for (const StageMetrics& s : m.stages) {
     Json j = split_json(s.t);
-    j.set("stage", s.stage)
-        .set("first_layer", s.spec.first_layer)
-        .set("end_layer", s.spec.end_layer)
-        .set("replicas", s.replicas)
-        .set("params", l.stage_params(s.stage))
-        .set("train_flops_per_token", s.train_flops_per_token)
-        .set("tokens_per_s", s.tokens_per_s)
-        .set("flops_per_s", s.flops_per_s)
-        .set("peak_flops", s.peak_flops)
-        .set("mfu", s.mfu)
-        .set("compute_mfu", s.compute_mfu)
-        .set("peak_rss_bytes", s.peak_rss_bytes)
-        .set("forward_s", s.forward_s)
-        .set("backward_s", s.backward_s)
-        .set("outside_actions_s", s.outside_s)
-        .set("message_bytes", s.message_bytes);
-    out.push(std::move(j));
+    j["stage"] = s.stage;
+    j["first_layer"] = s.spec.first_layer;
+    j["end_layer"] = s.spec.end_layer;
+    j["replicas"] = s.replicas;
+    j["params"] = l.stage_params(s.stage);
+    j["train_flops_per_token"] = s.train_flops_per_token;
+    j["tokens_per_s"] = s.tokens_per_s;
+    j["flops_per_s"] = s.flops_per_s;
+    j["peak_flops"] = s.peak_flops;
+    j["mfu"] = s.mfu;
+    j["compute_mfu"] = s.compute_mfu;
+    j["peak_rss_bytes"] = s.peak_rss_bytes;
+    j["forward_s"] = s.forward_s;
+    j["backward_s"] = s.backward_s;
+    j["outside_actions_s"] = s.outside_s;
+    j["message_bytes"] = s.message_bytes;
+    out.push_back(std::move(j));
   }
   return out;
 }
 
 Json overall_json(const OverallMetrics& o) {
-  Json steps = Json::array();
-  for (double v : o.step_times) steps.push(v);
-  return Json::object()
-      .set("step_s", o.step_s)
-      .set("tokens_per_s", o.tokens_per_s)
-      .set("flops_per_s", o.flops_per_s)
-      .set("peak_flops", o.peak_flops)
-      .set("mfu", o.mfu)
-      .set("compute_mfu", o.compute_mfu)
-      .set("bubble", o.bubble)
-      .set("bubble_theory", o.bubble_theory)
-      .set("peak_rss_bytes", o.peak_rss_bytes)
-      .set("split", split_json(o.t))
-      .set("step_times_s", std::move(steps));
+  return {{"step_s", o.step_s},
+          {"tokens_per_s", o.tokens_per_s},
+          {"flops_per_s", o.flops_per_s},
+          {"peak_flops", o.peak_flops},
+          {"mfu", o.mfu},
+          {"compute_mfu", o.compute_mfu},
+          {"bubble", o.bubble},
+          {"bubble_theory", o.bubble_theory},
+          {"peak_rss_bytes", o.peak_rss_bytes},
+          {"split", split_json(o.t)},
+          {"step_times_s", o.step_times}};
 }
 
 std::string table_header(bool with_memory) {
@@ -311,44 +285,44 @@ Json profile_json(const ProfileResult& r) {
   double peak_sum = 0;
   for (const RankMetrics& k : m.ranks) {
     Json j = split_json(k.t);
-    j.set("rank", k.rank)
-        .set("stage", k.stage)
-        .set("dp_index", k.dp_index)
-        .set("flops_per_s", k.flops_per_s)
-        .set("peak_flops", k.peak_flops)
-        .set("mfu", k.mfu)
-        .set("compute_mfu", k.compute_mfu)
-        .set("peak_rss_bytes", k.peak_rss_bytes)
-        .set("forward_s", k.forward_s)
-        .set("backward_s", k.backward_s)
-        .set("outside_actions_s", k.outside_s);
-    ranks.push(std::move(j));
-    peaks.push(k.peak_flops);
+    j["rank"] = k.rank;
+    j["stage"] = k.stage;
+    j["dp_index"] = k.dp_index;
+    j["flops_per_s"] = k.flops_per_s;
+    j["peak_flops"] = k.peak_flops;
+    j["mfu"] = k.mfu;
+    j["compute_mfu"] = k.compute_mfu;
+    j["peak_rss_bytes"] = k.peak_rss_bytes;
+    j["forward_s"] = k.forward_s;
+    j["backward_s"] = k.backward_s;
+    j["outside_actions_s"] = k.outside_s;
+    ranks.push_back(std::move(j));
+    peaks.push_back(k.peak_flops);
     peak_sum += k.peak_flops;
   }
-  Json doc = Json::object();
-  doc.set("tool", "wiola-profile").set("format", 1);
-  doc.set("model", model_json(l.model));
-  doc.set("layout", layout_json(l));
-  doc.set("steps", Json::object().set("warmup", r.warmup_steps).set("measured", r.measured_steps));
-  doc.set("peak", Json::object()
-                      .set("source", r.peak.source)
-                      .set("mean_per_rank_flops", m.ranks.empty() ? 0.0 : peak_sum / double(m.ranks.size()))
-                      .set("per_rank_flops", std::move(peaks)));
-  doc.set("link", Json::object()
-                      .set("measured", r.link.measured)
-                      .set("latency_s", r.link.latency_s)
-                      .set("bandwidth_Bps", r.link.bandwidth_Bps)
-                      .set("bytes", double(r.link.bytes)));
-  doc.set("memory", Json::object()
-                        .set("what", "peak resident set size (getrusage ru_maxrss), host memory")
-                        .set("reset_at_run_start", r.rss_reset));
-  doc.set("overall", overall_json(m.overall));
-  doc.set("stages", stages_json(l, m));
-  doc.set("ranks", std::move(ranks));
-  doc.set("layer_times", layer_times_json(derive_layer_times(l, m.stages)));
-  doc.set("optimizer_seconds_per_param", optimizer_seconds_per_param(l, m));
-  return doc;
+  const double mean_peak = m.ranks.empty() ? 0.0 : peak_sum / double(m.ranks.size());
+  return {{"tool", "wiola-profile"},
+          {"format", 1},
+          {"model", model_to_json(l.model)},
+          {"layout", layout_json(l)},
+          {"steps", {{"warmup", r.warmup_steps}, {"measured", r.measured_steps}}},
+          {"peak",
+           {{"source", r.peak.source},
+            {"mean_per_rank_flops", mean_peak},
+            {"per_rank_flops", std::move(peaks)}}},
+          {"link",
+           {{"measured", r.link.measured},
+            {"latency_s", r.link.latency_s},
+            {"bandwidth_Bps", r.link.bandwidth_Bps},
+            {"bytes", r.link.bytes}}},
+          {"memory",
+           {{"what", "peak resident set size (getrusage ru_maxrss), host memory"},
+            {"reset_at_run_start", r.rss_reset}}},
+          {"overall", overall_json(m.overall)},
+          {"stages", stages_json(l, m)},
+          {"ranks", std::move(ranks)},
+          {"layer_times", layer_times_json(derive_layer_times(l, m.stages))},
+          {"optimizer_seconds_per_param", optimizer_seconds_per_param(l, m)}};
 }
 
 namespace {
@@ -457,7 +431,7 @@ std::string format_projection(const Projection& p) {
                s.train_tokens.c_str(), std::ceil(steps), human_duration(p.time_to_train_s).c_str());
   }
   if (!s.ignored_keys.empty()) {
-    out += "  WARNING: keys nobody read (typos?):";
+    out += "  WARNING: keys nobody read (superseded, or for another source of times):";
     for (const std::string& k : s.ignored_keys) {
       out += ' ';
       out += k;
@@ -469,44 +443,40 @@ std::string format_projection(const Projection& p) {
 
 Json projection_json(const Projection& p) {
   const ProjectionSpec& s = p.spec;
-  Json stages = stages_json(s.layout, p.metrics);
   Json costs = Json::array();
   for (const SimStage& c : p.input.stages)
-    costs.push(Json::object()
-                   .set("forward_s", c.forward_s)
-                   .set("backward_s", c.backward_s)
-                   .set("message_bytes", c.message_bytes)
-                   .set("grad_bytes", c.grad_bytes)
-                   .set("param_bytes", c.param_bytes)
-                   .set("embed_bytes", c.embed_bytes)
-                   .set("optimizer_s", c.optimizer_s)
-                   .set("other_s", c.other_s));
-  Json doc = Json::object();
-  doc.set("tool", "wiola-profile --project").set("format", 1);
-  doc.set("model", model_json(s.layout.model));
-  doc.set("layout", layout_json(s.layout));
-  doc.set("cluster", Json::object()
-                         .set("nodes", s.nodes)
-                         .set("ranks_per_node", s.cluster.ranks_per_node)
-                         .set("intra_latency_s", s.cluster.intra.latency_s)
-                         .set("intra_bandwidth_Bps", s.cluster.intra.bandwidth_Bps)
-                         .set("inter_latency_s", s.cluster.inter.latency_s)
-                         .set("inter_bandwidth_Bps", s.cluster.inter.bandwidth_Bps)
-                         .set("peak_flops_per_rank", s.peak_flops));
-  doc.set("compute_times", s.source_text);
-  doc.set("stage_costs", std::move(costs));
-  doc.set("predicted", overall_json(p.metrics.overall));
-  doc.set("stages", std::move(stages));
+    costs.push_back({{"forward_s", c.forward_s},
+                     {"backward_s", c.backward_s},
+                     {"message_bytes", c.message_bytes},
+                     {"grad_bytes", c.grad_bytes},
+                     {"param_bytes", c.param_bytes},
+                     {"embed_bytes", c.embed_bytes},
+                     {"optimizer_s", c.optimizer_s},
+                     {"other_s", c.other_s}});
+  Json doc = {{"tool", "wiola-profile --project"},
+              {"format", 1},
+              {"model", model_to_json(s.layout.model)},
+              {"layout", layout_json(s.layout)},
+              {"cluster",
+               {{"nodes", s.nodes},
+                {"ranks_per_node", s.cluster.ranks_per_node},
+                {"intra_latency_s", s.cluster.intra.latency_s},
+                {"intra_bandwidth_Bps", s.cluster.intra.bandwidth_Bps},
+                {"inter_latency_s", s.cluster.inter.latency_s},
+                {"inter_bandwidth_Bps", s.cluster.inter.bandwidth_Bps},
+                {"peak_flops_per_rank", s.peak_flops}}},
+              {"compute_times", s.source_text},
+              {"stage_costs", std::move(costs)},
+              {"predicted", overall_json(p.metrics.overall)},
+              {"stages", stages_json(s.layout, p.metrics)}};
   if (s.measured)
-    doc.set("measured", Json::object()
-                            .set("step_s", s.measured->step_s)
-                            .set("bubble", s.measured->bubble)
-                            .set("tokens_per_s", s.measured->tokens_per_s));
+    doc["measured"] = {{"step_s", s.measured->step_s},
+                       {"bubble", s.measured->bubble},
+                       {"tokens_per_s", s.measured->tokens_per_s}};
   if (p.budget_tokens > 0)
-    doc.set("budget", Json::object()
-                          .set("tokens", p.budget_tokens)
-                          .set("what", s.train_tokens)
-                          .set("time_to_train_s", p.time_to_train_s));
+    doc["budget"] = {{"tokens", p.budget_tokens},
+                     {"what", s.train_tokens},
+                     {"time_to_train_s", p.time_to_train_s}};
   return doc;
 }
 

@@ -1,10 +1,11 @@
-#include "profile/outputs.hpp"
+#include "wiola-profile/outputs.hpp"
 
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "profile/report.hpp"
 #include "profile/trace.hpp"
+#include "wiola-profile/files.hpp"
+#include "wiola-profile/report.hpp"
 
 namespace wiola::profile {
 
@@ -34,15 +35,15 @@ std::vector<std::string> write_profile_outputs(const std::string& dir, const Pro
   write_text_file(paths.back(), profile_json(r).dump(1) + "\n");
   if (with_trace) {
     const Trace t = build_trace(r.layout, actions_of(r.records));
-    Json other = Json::object();
-    other.set("tool", "wiola-profile")
-        .set("model", r.layout.model.describe())
-        .set("layout", r.layout.describe())
-        .set("measured_steps", r.measured_steps)
-        .set("time_origin", "rank 0's exit from the world barrier after the warm-up steps; other ranks' clocks "
-                "are offset to rank 0's by ping-pong");
+    const Json other = {{"tool", "wiola-profile"},
+                        {"model", r.layout.model.describe()},
+                        {"layout", r.layout.describe()},
+                        {"measured_steps", r.measured_steps},
+                        {"time_origin",
+                         "rank 0's exit from the world barrier after the warm-up steps; other "
+                         "ranks' clocks are offset to rank 0's by ping-pong"}};
     paths.push_back(prepare(dir, "trace.json"));
-    write_text_file(paths.back(), t.to_json(std::move(other)).dump() + "\n");
+    write_text_file(paths.back(), t.to_json(other).dump() + "\n");
   }
   return paths;
 }
@@ -60,13 +61,12 @@ std::vector<std::string> write_projection_outputs(const std::string& dir, const 
   write_text_file(paths.back(), projection_json(p).dump(1) + "\n");
   if (with_trace) {
     const Trace t = build_trace(p.spec.layout, actions_of(p.sim.records));
-    Json other = Json::object();
-    other.set("tool", "wiola-profile --project")
-        .set("model", p.spec.layout.model.describe())
-        .set("layout", p.spec.layout.describe())
-        .set("simulated", true);
+    const Json other = {{"tool", "wiola-profile --project"},
+                        {"model", p.spec.layout.model.describe()},
+                        {"layout", p.spec.layout.describe()},
+                        {"simulated", true}};
     paths.push_back(prepare(dir, "projected-trace.json"));
-    write_text_file(paths.back(), t.to_json(std::move(other)).dump() + "\n");
+    write_text_file(paths.back(), t.to_json(other).dump() + "\n");
   }
   return paths;
 }

@@ -5,7 +5,7 @@
 // "Projection"):
 //   * a measured profile (profile.json) of the same model: its per-stage
 //     times when the target has the same partition and micro-batch size,
-//     else its per-layer times (derived below), re-summed over the target's
+//     else its per-layer times (measured_profile.hpp), re-summed over the target's
 //     partition and scaled by micro-batch tokens;
 //   * per-stage or per-layer times given in the spec file;
 //   * the FLOP formula at a fraction of the device's peak.
@@ -13,38 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "profile/cluster.hpp"
-#include "profile/json.hpp"
 #include "profile/layout.hpp"
 #include "profile/metrics.hpp"
-#include "profile/simulator.hpp"
+#include "wiola-profile/cluster.hpp"
+#include "wiola-profile/measured_profile.hpp"
+#include "wiola-profile/simulator.hpp"
 
 namespace wiola::profile {
-
-// Forward and backward seconds of one part of the model, per micro-batch.
-struct PartTimes {
-  double forward_s = 0, backward_s = 0;
-};
-
-// Per-layer times of one micro-batch of `micro_batch` sequences.
-struct LayerTimes {
-  int micro_batch = 0;
-  std::vector<PartTimes> layers;  // index = layer
-  PartTimes embed;                // input embedding (first stage)
-  PartTimes head;                 // final norm, tied head and loss (last stage)
-};
-
-// Splits each measured stage's forward and backward time over its layers and
-// (last stage) the head in proportion to their training FLOPs (the one
-// formula, model/flops.hpp). The embedding lookup has no FLOPs, so its small
-// memory-bound time stays with the first stage's layers, and the head's share
-// carries the final norm and the loss.
-LayerTimes derive_layer_times(const RunLayout& layout, const std::vector<StageMetrics>& stages);
-Json layer_times_json(const LayerTimes& t);
-// Measured optimizer seconds per parameter a rank updates (its shard under
-// ZeRO >= 1), averaged over ranks.
-double optimizer_seconds_per_param(const RunLayout& layout, const Metrics& metrics);
-LayerTimes layer_times_from_json(const Json& j);
 
 enum class TimeSource { Flops, Layers, Stages };
 
@@ -79,15 +54,16 @@ struct ProjectionSpec {
     std::vector<double> stage_bubble;
   };
   std::optional<Measured> measured;
-  std::vector<std::string> ignored_keys;  // keys of the spec nobody read (typos)
+  std::vector<std::string> ignored_keys;  // keys given that nothing read (unknown keys are errors)
 };
 
 // Reads a projection spec: `file` is an INI spec or a profile.json (then the
 // target defaults to the profiled run on this machine's measured link);
 // `assignments` ("section.key=value") override it. Throws wiola::Error.
 ProjectionSpec load_projection(const std::string& file, const std::vector<std::string>& assignments);
-// The same from a profile record in memory (profile_json of a run just made).
-ProjectionSpec projection_from_profile(const Json& profile,
+// The same from a profile in memory (a run just made): its own layout on its
+// measured link, unless `assignments` say otherwise.
+ProjectionSpec projection_from_profile(const MeasuredProfile& profile,
                                        const std::vector<std::string>& assignments);
 
 // The simulator's input for the spec.

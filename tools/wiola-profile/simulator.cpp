@@ -1,4 +1,4 @@
-#include "profile/simulator.hpp"
+#include "wiola-profile/simulator.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,11 @@
-#include "profile/sweep.hpp"
+#include "wiola-profile/sweep.hpp"
 
 #include <algorithm>
 #include <ostream>
 
 #include "core/error.hpp"
 #include "profile/profile_run.hpp"
-#include "profile/projection.hpp"
-#include "profile/report.hpp"
+#include "wiola-profile/projection.hpp"
 
 namespace wiola::profile {
 
@@ -103,7 +102,7 @@ std::vector<SweepRow> run_sweep(const TrainOptions& base, const std::vector<Swee
         row.bubble = m.bubble;
         row.bubble_theory = m.bubble_theory;
         row.peak_rss_bytes = m.peak_rss_bytes;
-        const Projection pr = project(projection_from_profile(profile_json(res), {}));
+        const Projection pr = project(projection_from_profile(measured_profile(res), {}));
         row.predicted_step_s = pr.metrics.overall.step_s;
         row.predicted_bubble = pr.metrics.overall.bubble;
       }

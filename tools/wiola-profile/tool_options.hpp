@@ -1,12 +1,13 @@
 #pragma once
-// wiola-profile's own flags. They are taken out of argv first; everything
-// else is wiola-train's (parse_train_options: the same flags and --config
-// file), so a profile runs exactly what the training job would.
+// wiola-profile's own flags, read with Boost.Program_options from the command
+// line only. Everything else on it is wiola-train's and goes, in order, to
+// parse_train_options (the same flags and --config file), so a profile runs
+// exactly what the training job would.
 #include <iosfwd>
 #include <string>
 #include <vector>
 
-#include "profile/sweep.hpp"
+#include "wiola-profile/sweep.hpp"
 
 namespace wiola::profile {
 
@@ -27,10 +28,11 @@ struct ToolOptions {
   std::vector<std::string> train_args;  // argv[0] and the rest, for parse_train_options
 };
 
-// Throws wiola::Error for a malformed value of one of these flags.
+// Throws wiola::Error for a malformed value of one of these flags (the
+// others are left to parse_train_options).
 ToolOptions parse_tool_options(int argc, const char* const* argv);
 
-// The help text of the profiler's own flags.
+// The help text of the profiler's own flags, grouped, with their defaults.
 void print_tool_help(std::ostream& out);
 
 }  // namespace wiola::profile
