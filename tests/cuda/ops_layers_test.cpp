@@ -3,7 +3,9 @@
 // (device_compare.hpp), in fp32 and bf16. Statistics and parameter gradients
 // are fp32 on the device whatever the compute dtype, so their tolerances are
 // the fp32 ones in both modes; compute-dtype outputs in bf16 allow the final
-// rounding (2^-8 relative, twice where a value is rounded twice).
+// rounding (at most 2^-8 = 3.9e-3 relative, so rtol 4e-3; 8e-3 where a value
+// is rounded twice) plus a small atol for fp32 cancellation near zero. Their
+// measured worst errors therefore sit just under the rtol by construction.
 //
 // Shapes are small (the emulation runs every thread as a fiber) but chosen to
 // reach every path: strided views, more items than one staged key chunk of
@@ -92,7 +94,7 @@ TEST_P(CudaNormOps, ForwardAndBackwardOnStridedViews) {
     const Pair y = cols(y_w, 1, 1 + d);
     cpu().wrmsnorm_fwd(x.ref, gamma.ref, delta.ref, eps, y.ref, rstd.ref);
     dev().wrmsnorm_fwd(x.dev, gamma.dev, delta.dev, eps, y.dev, rstd.dev);
-    expect_close("wrmsnorm_fwd y" + at, y_w, tol({1e-6, 1e-6}, {1e-6, 4e-3}));
+    expect_close("wrmsnorm_fwd y" + at, y_w, tol({1e-6, 1e-6}, {1e-5, 4e-3}));
     expect_close("wrmsnorm_fwd rstd (fp32)" + at, rstd, {0, 1e-6});
 
     Pair dy_w = input(n, d + 2, seed + 3);
@@ -151,7 +153,7 @@ TEST_P(CudaSrpeOps, RotationForwardBackwardAndInPlace) {
     }
   Pair cos_tab = input_as(DType::F32, npos, half, c), sin_tab = input_as(DType::F32, npos, half, s);
   Pair pos = index({3, 0, 15, 7, 7, 1, 12, 9, 4});
-  const Tolerance t = tol({1e-6, 1e-6}, {1e-6, 4e-3});
+  const Tolerance t = tol({1e-6, 1e-6}, {1e-5, 4e-3});
 
   Pair x_w = input(n, width + 6, 31, -2, 2), y = output(n, width);
   const Pair x = cols(x_w, 6, 6 + width);
@@ -190,7 +192,7 @@ TEST_P(CudaSummaryOps, CausalAndSequenceForwardAndBackward) {
       const Pair x = cols(x_w, 3, 3 + d);
       cpu().summary_fwd(mode, x.ref, batch, seq, s.ref);
       dev().summary_fwd(mode, x.dev, batch, seq, s.dev);
-      expect_close("summary_fwd" + at, s, tol({1e-6, 1e-5}, {1e-6, 4e-3}));
+      expect_close("summary_fwd" + at, s, tol({1e-6, 1e-5}, {1e-5, 4e-3}));
 
       // summary_bwd adds into dx (a strided view over random values).
       Pair ds_w = input(rows, d + 2, seed + 1), dx_w = output(n, d + 4);
@@ -198,7 +200,7 @@ TEST_P(CudaSummaryOps, CausalAndSequenceForwardAndBackward) {
       const Pair ds = cols(ds_w, 2, 2 + d), dx = cols(dx_w, 1, 1 + d);
       cpu().summary_bwd(mode, ds.ref, batch, seq, dx.ref);
       dev().summary_bwd(mode, ds.dev, batch, seq, dx.dev);
-      expect_close("summary_bwd (added to dx)" + at, dx_w, tol({1e-6, 1e-5}, {1e-6, 4e-3}));
+      expect_close("summary_bwd (added to dx)" + at, dx_w, tol({1e-6, 1e-5}, {1e-5, 4e-3}));
     }
   }
 }
@@ -238,7 +240,7 @@ TEST_P(CudaRowMapOps, MergeRowsWithASourceRowUsedSeveralTimes) {
   const Pair src = cols(src_w, 3, 3 + d), dst = cols(dst_w, 0, d);
   cpu().merge_rows_fwd(src.ref, ia.ref, ib.ref, dst.ref);
   dev().merge_rows_fwd(src.dev, ia.dev, ib.dev, dst.dev);
-  expect_close("merge_rows_fwd", dst_w, tol({1e-7, 1e-7}, {1e-7, 4e-3}));
+  expect_close("merge_rows_fwd", dst_w, tol({1e-7, 1e-7}, {1e-5, 4e-3}));
 
   Pair ddst_w = input(rows, d + 2, 43);
   const Pair ddst = cols(ddst_w, 2, 2 + d);
@@ -250,7 +252,7 @@ TEST_P(CudaRowMapOps, MergeRowsWithASourceRowUsedSeveralTimes) {
   cpu().merge_rows_bwd(ddst.ref, ia.ref, ib.ref, dsrc.ref);
   dev().merge_rows_bwd(ddst.dev, ia.dev, ib.dev, dsrc.dev);
   // bf16: a row fed by non-consecutive destination rows is rounded once per run.
-  expect_close("merge_rows_bwd (added to dsrc)", dsrc_w, tol({1e-6, 1e-6}, {1e-6, 8e-3}));
+  expect_close("merge_rows_bwd (added to dsrc)", dsrc_w, tol({1e-6, 1e-6}, {1e-5, 8e-3}));
   dev().merge_rows_bwd(ddst.dev, ia.dev, ib.dev, again.dev);
   expect_same_bits(dev(), dsrc_w.dev, again_w.dev, "merge_rows_bwd");
 }
@@ -269,12 +271,12 @@ TEST_P(CudaRowMapOps, MergeRowsOverManyRowsAndKeyChunks) {
   Pair src = input(n, d, 45), dst = output(n, d);
   cpu().merge_rows_fwd(src.ref, ia.ref, ib.ref, dst.ref);
   dev().merge_rows_fwd(src.dev, ia.dev, ib.dev, dst.dev);
-  expect_close("merge_rows_fwd (600 rows)", dst, tol({1e-7, 1e-7}, {1e-7, 4e-3}));
+  expect_close("merge_rows_fwd (600 rows)", dst, tol({1e-7, 1e-7}, {1e-5, 4e-3}));
   Pair ddst = input(n, d, 46), dsrc = output(n, d);
   same_start(dsrc, random_vector(std::size_t(n) * d, 47));
   cpu().merge_rows_bwd(ddst.ref, ia.ref, ib.ref, dsrc.ref);
   dev().merge_rows_bwd(ddst.dev, ia.dev, ib.dev, dsrc.dev);
-  expect_close("merge_rows_bwd (600 rows)", dsrc, tol({1e-6, 1e-6}, {1e-6, 8e-3}));
+  expect_close("merge_rows_bwd (600 rows)", dsrc, tol({1e-6, 1e-6}, {1e-5, 8e-3}));
 }
 
 // ---- cross-entropy ----------------------------------------------------------------------
@@ -298,7 +300,7 @@ TEST_P(CudaLossOps, FusedSoftmaxForwardBackwardAndInPlace) {
   EXPECT_EQ(l[4], 0.0);
 
   const double scale = 0.37 / n;
-  const Tolerance t = tol({1e-8, 1e-5}, {1e-8, 4e-3});
+  const Tolerance t = tol({1e-8, 1e-5}, {1e-7, 4e-3});
   Pair dl_w = output(n, vocab + 4);
   const Pair dl = cols(dl_w, 4, 4 + vocab);
   cpu().cross_entropy_bwd(logits.ref, targets.ref, lse.ref, scale, dl.ref);
