@@ -12,6 +12,7 @@
 //    __shfl_up_sync) and votes (__ballot_sync, __any_sync, __all_sync) for
 //    full warps (mask 0xffffffff);
 //  * atomicAdd / atomicMax on global and shared memory;
+//  * the bit intrinsics __ffs and __popc;
 //  * __nv_bfloat16 with round-to-nearest-even conversions;
 //  * the nvcuda::wmma fragments the kernels use (cuda_emu_wmma.hpp).
 //
@@ -186,6 +187,12 @@ T atomicMax(T* p, T v) {
   if (v > old) *p = v;
   return old;
 }
+
+// ---- bit intrinsics -------------------------------------------------------------
+// __ffs: the 1-based position of the least significant set bit, 0 for 0.
+inline int __ffs(int x) { return x == 0 ? 0 : __builtin_ctz(static_cast<unsigned>(x)) + 1; }
+// __popc: the number of set bits.
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
 
 // ---- math intrinsics the host library lacks -----------------------------------
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }

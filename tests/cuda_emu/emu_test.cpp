@@ -211,6 +211,22 @@ TEST(cudaEmu, WmmaTileProductIsAMatrixProduct) {
     }
 }
 
+__global__ void bit_ops(const int* in, int* ffs, int* popc) {
+  const int t = threadIdx.x;
+  ffs[t] = __ffs(in[t]);
+  popc[t] = __popc(static_cast<unsigned>(in[t]));
+}
+
+TEST(cudaEmu, BitIntrinsicsFollowTheirDefinitions) {
+  const std::vector<int> in{0, 1, 2, 12, -1, int(0x80000000u), 0x00f00000, 0x7fffffff};
+  const std::vector<int> want_ffs{0, 1, 2, 3, 1, 32, 21, 1}, want_popc{0, 1, 1, 2, 32, 1, 4, 31};
+  std::vector<int> ffs(in.size()), popc(in.size());
+  WIOLA_LAUNCH(bit_ops, dim3(1), dim3(unsigned(in.size())), 0, 0)(in.data(), ffs.data(),
+                                                                   popc.data());
+  EXPECT_EQ(ffs, want_ffs);
+  EXPECT_EQ(popc, want_popc);
+}
+
 TEST(cudaEmu, Bfloat16RoundsToNearestEven) {
   EXPECT_EQ(__bfloat162float(__float2bfloat16(1.0f)), 1.0f);
   // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties to even (1).

@@ -33,10 +33,16 @@ inline std::vector<double> random_vector(std::size_t n, std::uint64_t seed, doub
 
 // Writes row-major host values (rows * cols of them) into t, which may be a
 // strided view; values are converted to t's dtype (F32, F64, I32, or BF16
-// through an F32 row and the backend's convert).
+// through an F32 tensor and one call of the backend's convert).
 inline void write(Backend& be, const Tensor& t, const std::vector<double>& values) {
   require(static_cast<std::int64_t>(values.size()) == t.numel(), "test::write: ", values.size(),
           " values for a ", t.rows(), "x", t.cols(), " tensor");
+  if (t.dtype() == DType::BF16) {
+    const Tensor f = be.alloc(DType::F32, t.rows(), t.cols());
+    write(be, f, values);
+    be.convert(f, t);
+    return;
+  }
   const auto cols = static_cast<std::size_t>(t.cols());
   for (std::int64_t r = 0; r < t.rows(); ++r) {
     const Tensor row = t.rows_slice(r, r + 1);  // one row is always contiguous
@@ -59,19 +65,20 @@ inline void write(Backend& be, const Tensor& t, const std::vector<double>& value
         be.from_host(buf.data(), row);
         break;
       }
-      case DType::BF16: {
-        std::vector<float> buf(first, first + static_cast<std::ptrdiff_t>(cols));
-        const Tensor f = be.alloc(DType::F32, 1, row.cols());
-        be.from_host(buf.data(), f);
-        be.convert(f, row);
-        break;
-      }
+      case DType::BF16:
+        break;  // above
     }
   }
 }
 
-// The values of t (any view) as row-major doubles.
+// The values of t (any view) as row-major doubles (BF16 through one
+// conversion to an F32 tensor).
 inline std::vector<double> read(Backend& be, const Tensor& t) {
+  if (t.dtype() == DType::BF16) {
+    const Tensor f = be.alloc(DType::F32, t.rows(), t.cols());
+    be.convert(t, f);
+    return read(be, f);
+  }
   std::vector<double> out(static_cast<std::size_t>(t.numel()));
   const auto cols = static_cast<std::size_t>(t.cols());
   for (std::int64_t r = 0; r < t.rows(); ++r) {
@@ -96,14 +103,8 @@ inline std::vector<double> read(Backend& be, const Tensor& t) {
         std::copy(buf.begin(), buf.end(), dst);
         break;
       }
-      case DType::BF16: {
-        const Tensor f = be.alloc(DType::F32, 1, row.cols());
-        be.convert(row, f);
-        std::vector<float> buf(cols);
-        be.to_host(f, buf.data());
-        std::copy(buf.begin(), buf.end(), dst);
-        break;
-      }
+      case DType::BF16:
+        break;  // above
     }
   }
   return out;

@@ -11,6 +11,9 @@
   ((void)(stream), ::wiola::emu::make_launch(#kernel, kernel, grid, block, shared_bytes))
 #define WIOLA_DYNAMIC_SHARED(type, name) \
   type* name = reinterpret_cast<type*>(::wiola::emu::dynamic_shared())
+// Unroll the next loop (so small per-thread arrays stay in registers); the
+// host compiler decides for itself.
+#define WIOLA_UNROLL
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -20,4 +23,5 @@
 #define WIOLA_DYNAMIC_SHARED(type, name)                    \
   extern __shared__ __align__(16) unsigned char wiola_smem[]; \
   type* name = reinterpret_cast<type*>(wiola_smem)
+#define WIOLA_UNROLL _Pragma("unroll")
 #endif

@@ -1,0 +1,375 @@
+// The CUDA backend's layer ops (embedding, WRMSNorm, SRPE, summaries, ATM row
+// maps, cross-entropy), forward and backward, against the CPU backend in fp64
+// (device_compare.hpp), in fp32 and bf16. Statistics and parameter gradients
+// are fp32 on the device whatever the compute dtype, so their tolerances are
+// the fp32 ones in both modes; compute-dtype outputs in bf16 allow the final
+// rounding (at most 2^-8 = 3.9e-3 relative, so rtol 4e-3; 8e-3 where a value
+// is rounded twice) plus a small atol for fp32 cancellation near zero. Their
+// measured worst errors therefore sit just under the rtol by construction.
+//
+// Shapes are small (the emulation runs every thread as a fiber) but chosen to
+// reach every path: strided views, more items than one staged key chunk of
+// the scatter kernel, two column tiles, more rows than one norm row chunk,
+// sequences shorter and longer than the summary's slice count, a vocabulary
+// that is not a multiple of the block size.
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "device_compare.hpp"
+
+namespace wiola::test {
+namespace {
+
+class CudaEmbeddingOps : public DeviceOpTest {};
+class CudaNormOps : public DeviceOpTest {};
+class CudaSrpeOps : public DeviceOpTest {};
+class CudaSummaryOps : public DeviceOpTest {};
+class CudaRowMapOps : public DeviceOpTest {};
+class CudaLossOps : public DeviceOpTest {};
+class CudaLayerOpChecks : public DeviceOpTest {};
+
+// Columns [c0, c1) of both tensors of a pair (the values are not carried).
+Pair cols(const Pair& p, std::int64_t c0, std::int64_t c1) {
+  return {p.ref.cols_slice(c0, c1), p.dev.cols_slice(c0, c1), {}};
+}
+
+// Two device tensors hold the same values bit for bit (fp32 and bf16 read
+// back exactly). The emulation runs threads in a fixed order, so this check
+// bites on a real device, where an order-dependent sum would vary.
+void expect_same_bits(Backend& be, const Tensor& a, const Tensor& b, const std::string& what) {
+  EXPECT_EQ(read(be, a), read(be, b)) << what << " differs between two runs";
+}
+
+// ---- embedding --------------------------------------------------------------------------
+
+TEST_P(CudaEmbeddingOps, GatherCopiesRowsOnStridedViews) {
+  const int vocab = 37, d = 45, n = 50;
+  std::vector<std::int32_t> tok(n);
+  for (int i = 0; i < n; ++i) tok[i] = i % 3 == 0 ? 5 : (i * 7) % vocab;
+  Pair t = index(tok);
+  Pair table_w = input(vocab, d + 9, 21), out_w = output(n, d + 3);
+  const Pair table = cols(table_w, 4, 4 + d), out = cols(out_w, 2, 2 + d);
+  cpu().embedding_fwd(t.ref, table.ref, out.ref);
+  dev().embedding_fwd(t.dev, table.dev, out.dev);
+  expect_close("embedding_fwd", out_w, {0, 0});
+}
+
+TEST_P(CudaEmbeddingOps, ScatterAddsRepeatedTokensInFp32Deterministically) {
+  // 1100 tokens: two staged key chunks; d = 300: two column tiles, the second
+  // partial; V = 37: more rows than partitions (32), so partitions hold two ids.
+  const int vocab = 37, d = 300, n = 1100;
+  std::vector<std::int32_t> tok(n);
+  const std::vector<double> r = random_vector(n, 22, 0, vocab);
+  for (int i = 0; i < n; ++i) tok[i] = i % 10 == 3 ? 3 : static_cast<std::int32_t>(r[i]);
+  for (int i = 500; i < 520; ++i) tok[i] = 7;  // a run of one id, summed in registers
+  Pair t = index(tok);
+  Pair dout_w = input(n, d + 5, 23);
+  const Pair dout = cols(dout_w, 5, 5 + d);
+  const std::vector<double> start = random_vector(std::size_t(vocab) * d, 24);
+  Pair dtable = output_as(DType::F32, vocab, d), again = output_as(DType::F32, vocab, d);
+  same_start(dtable, start);
+  same_start(again, start);
+  cpu().embedding_bwd(t.ref, dout.ref, dtable.ref);
+  dev().embedding_bwd(t.dev, dout.dev, dtable.dev);
+  // dtable is fp32 in both modes: fp32 sums of up to ~140 rows (token 3).
+  expect_close("embedding_bwd (fp32 dtable, added to)", dtable, {5e-6, 5e-6});
+  dev().embedding_bwd(t.dev, dout.dev, again.dev);
+  expect_same_bits(dev(), dtable.dev, again.dev, "embedding_bwd");
+}
+
+// ---- WRMSNorm ---------------------------------------------------------------------------
+
+TEST_P(CudaNormOps, ForwardAndBackwardOnStridedViews) {
+  const int n = 70;  // three row chunks of the backward pass
+  const double eps = 1e-6;
+  for (int d : {45, 300}) {
+    SCOPED_TRACE("d = " + std::to_string(d));
+    const std::string at = " (d " + std::to_string(d) + ")";
+    const std::uint64_t seed = 100 + d;
+    Pair x_w = input(n, d + 7, seed, -2, 2);
+    const Pair x = cols(x_w, 3, 3 + d);
+    Pair gamma = input(1, d, seed + 1, 0.5, 1.5), delta = input(1, d, seed + 2, -0.3, 0.3);
+    Pair y_w = output(n, d + 4), rstd = output_as(DType::F32, n, 1);
+    const Pair y = cols(y_w, 1, 1 + d);
+    cpu().wrmsnorm_fwd(x.ref, gamma.ref, delta.ref, eps, y.ref, rstd.ref);
+    dev().wrmsnorm_fwd(x.dev, gamma.dev, delta.dev, eps, y.dev, rstd.dev);
+    expect_close("wrmsnorm_fwd y" + at, y_w, tol({1e-6, 1e-6}, {1e-5, 4e-3}));
+    expect_close("wrmsnorm_fwd rstd (fp32)" + at, rstd, {0, 1e-6});
+
+    Pair dy_w = input(n, d + 2, seed + 3);
+    const Pair dy = cols(dy_w, 2, 2 + d);
+    const std::vector<double> g0 = random_vector(d, seed + 4), d0 = random_vector(d, seed + 5);
+    Pair dgamma = output_as(DType::F32, 1, d), ddelta = output_as(DType::F32, 1, d);
+    same_start(dgamma, g0);
+    same_start(ddelta, d0);
+    // accumulate = false into a strided dx, then accumulate = true onto random values.
+    Pair dx_w = output(n, d + 5);
+    same_start(dx_w, random_vector(std::size_t(n) * (d + 5), seed + 6));
+    const Pair dx = cols(dx_w, 5, 5 + d);
+    cpu().wrmsnorm_bwd(x.ref, gamma.ref, delta.ref, rstd.ref, dy.ref, dx.ref, false, dgamma.ref,
+                       ddelta.ref);
+    dev().wrmsnorm_bwd(x.dev, gamma.dev, delta.dev, rstd.dev, dy.dev, dx.dev, false, dgamma.dev,
+                       ddelta.dev);
+    const Tolerance tdx = tol({1e-6, 1e-5}, {1e-5, 4e-3});
+    expect_close("wrmsnorm_bwd dx" + at, dx_w, tdx);
+    Pair dx2 = output(n, d);
+    same_start(dx2, random_vector(std::size_t(n) * d, seed + 7));
+    cpu().wrmsnorm_bwd(x.ref, gamma.ref, delta.ref, rstd.ref, dy.ref, dx2.ref, true, dgamma.ref,
+                       ddelta.ref);
+    dev().wrmsnorm_bwd(x.dev, gamma.dev, delta.dev, rstd.dev, dy.dev, dx2.dev, true, dgamma.dev,
+                       ddelta.dev);
+    expect_close("wrmsnorm_bwd dx (accumulate)" + at, dx2, tol({1e-6, 1e-5}, {1e-5, 8e-3}));
+    // fp32 parameter gradients, added to twice over 70 rows.
+    expect_close("wrmsnorm_bwd dgamma (fp32)" + at, dgamma, {1e-5, 1e-5});
+    expect_close("wrmsnorm_bwd ddelta (fp32)" + at, ddelta, {1e-5, 1e-5});
+
+    // The column sums are the same bits every run.
+    Pair dg_a = output_as(DType::F32, 1, d), dg_b = output_as(DType::F32, 1, d);
+    Pair dd_a = output_as(DType::F32, 1, d), dd_b = output_as(DType::F32, 1, d);
+    for (Pair* p : {&dg_a, &dg_b}) same_start(*p, g0);
+    for (Pair* p : {&dd_a, &dd_b}) same_start(*p, d0);
+    dev().wrmsnorm_bwd(x.dev, gamma.dev, delta.dev, rstd.dev, dy.dev, dx2.dev, false, dg_a.dev,
+                       dd_a.dev);
+    dev().wrmsnorm_bwd(x.dev, gamma.dev, delta.dev, rstd.dev, dy.dev, dx2.dev, false, dg_b.dev,
+                       dd_b.dev);
+    expect_same_bits(dev(), dg_a.dev, dg_b.dev, "wrmsnorm_bwd dgamma" + at);
+    expect_same_bits(dev(), dd_a.dev, dd_b.dev, "wrmsnorm_bwd ddelta" + at);
+  }
+}
+
+// ---- SRPE -------------------------------------------------------------------------------
+
+TEST_P(CudaSrpeOps, RotationForwardBackwardAndInPlace) {
+  const int n = 9, heads = 3, dh = 8, half = dh / 2, width = heads * dh, npos = 16;
+  // fp32 tables c = r cos Θ, s = r sin Θ, angles in double (as the model makes them).
+  std::vector<double> c(npos * half), s(npos * half);
+  for (int p = 0; p < npos; ++p)
+    for (int j = 0; j < half; ++j) {
+      const double w = std::pow(10000.0, -2.0 * j / dh);
+      const double theta = p * w * (1 + 1.0 / 8), r = 1 + 0.1 * std::sin(p * 0.01 * w);
+      c[p * half + j] = r * std::cos(theta);
+      s[p * half + j] = r * std::sin(theta);
+    }
+  Pair cos_tab = input_as(DType::F32, npos, half, c), sin_tab = input_as(DType::F32, npos, half, s);
+  Pair pos = index({3, 0, 15, 7, 7, 1, 12, 9, 4});
+  const Tolerance t = tol({1e-6, 1e-6}, {1e-5, 4e-3});
+
+  Pair x_w = input(n, width + 6, 31, -2, 2), y = output(n, width);
+  const Pair x = cols(x_w, 6, 6 + width);
+  cpu().srpe_fwd(x.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, y.ref);
+  dev().srpe_fwd(x.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, y.dev);
+  expect_close("srpe_fwd", y, t);
+
+  Pair dy_w = input(n, width + 2, 32), dx_w = output(n, width + 3);
+  const Pair dy = cols(dy_w, 0, width), dx = cols(dx_w, 3, 3 + width);
+  cpu().srpe_bwd(dy.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, dx.ref);
+  dev().srpe_bwd(dy.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, dx.dev);
+  expect_close("srpe_bwd", dx_w, t);
+
+  // In place: y = x and dx = dy, on the strided views.
+  cpu().srpe_fwd(x.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, x.ref);
+  dev().srpe_fwd(x.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, x.dev);
+  expect_close("srpe_fwd in place", x_w, t);
+  cpu().srpe_bwd(dy.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, dy.ref);
+  dev().srpe_bwd(dy.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, dy.dev);
+  expect_close("srpe_bwd in place", dy_w, t);
+}
+
+// ---- summaries --------------------------------------------------------------------------
+
+TEST_P(CudaSummaryOps, CausalAndSequenceForwardAndBackward) {
+  const int d = 45;  // two column tiles of 32
+  // seq 37 splits into slices of 3 rows; seq 5 leaves most slices empty.
+  for (auto [batch, seq] : {std::pair{3, 37}, std::pair{2, 5}}) {
+    for (SummaryMode mode : {SummaryMode::Causal, SummaryMode::Sequence}) {
+      const std::string at = std::string(" (") + std::string(summary_mode_name(mode)) + ", B " +
+                             std::to_string(batch) + ", T " + std::to_string(seq) + ")";
+      const std::int64_t n = std::int64_t(batch) * seq;
+      const std::int64_t rows = mode == SummaryMode::Causal ? n : batch;
+      const std::uint64_t seed = 200 + 10 * seq + (mode == SummaryMode::Causal ? 0 : 1);
+      Pair x_w = input(n, d + 3, seed), s = output(rows, d);
+      const Pair x = cols(x_w, 3, 3 + d);
+      cpu().summary_fwd(mode, x.ref, batch, seq, s.ref);
+      dev().summary_fwd(mode, x.dev, batch, seq, s.dev);
+      expect_close("summary_fwd" + at, s, tol({1e-6, 1e-5}, {1e-5, 4e-3}));
+
+      // summary_bwd adds into dx (a strided view over random values).
+      Pair ds_w = input(rows, d + 2, seed + 1), dx_w = output(n, d + 4);
+      same_start(dx_w, random_vector(std::size_t(n) * (d + 4), seed + 2));
+      const Pair ds = cols(ds_w, 2, 2 + d), dx = cols(dx_w, 1, 1 + d);
+      cpu().summary_bwd(mode, ds.ref, batch, seq, dx.ref);
+      dev().summary_bwd(mode, ds.dev, batch, seq, dx.dev);
+      expect_close("summary_bwd (added to dx)" + at, dx_w, tol({1e-6, 1e-5}, {1e-5, 4e-3}));
+    }
+  }
+}
+
+// ---- ATM row maps -----------------------------------------------------------------------
+
+TEST_P(CudaRowMapOps, CosineOfNextRowWithZeroAndParallelRows) {
+  const int batch = 3, seq = 7, d = 45, n = batch * seq;
+  std::vector<double> v = random_vector(std::size_t(n) * (d + 5), 41);
+  const int w = d + 5;
+  for (int c = 0; c < w; ++c) {
+    v[2 * w + c] = 0.0;                   // row 2 is zero: rho[1] = rho[2] = 0
+    v[10 * w + c] = 1.5 * v[9 * w + c];   // rows 9, 10 parallel: rho[9] = 1
+  }
+  Pair x_w = input_as(dtype(), n, w, v);
+  const Pair x = cols(x_w, 5, 5 + d);
+  Pair rho = output_as(DType::F32, n, 1);
+  cpu().row_cosine_next(x.ref, batch, seq, rho.ref);
+  dev().row_cosine_next(x.dev, batch, seq, rho.dev);
+  // fp32 sums of the same inputs in both modes.
+  expect_close("row_cosine_next (fp32 rho)", rho, {1e-6, 1e-6});
+  const std::vector<double> got = read(dev(), rho.dev);
+  EXPECT_EQ(got[1], 0.0);
+  EXPECT_EQ(got[2], 0.0);
+  EXPECT_EQ(got[6], -2.0);
+  EXPECT_EQ(got[20], -2.0);
+}
+
+TEST_P(CudaRowMapOps, MergeRowsWithASourceRowUsedSeveralTimes) {
+  const int src_rows = 20, d = 45;
+  // Row 5 feeds rows 2 (pair), 3 (alone) and 11 (pair); row 3 fills both slots
+  // of row 7 and is alone in row 8; row 4 is empty; rows 12..19 feed nothing.
+  Pair ia = index({0, 2, 5, 5, -1, 7, 19, 3, 3, 10, 11, 5});
+  Pair ib = index({1, -1, 6, -1, -1, 8, -1, 3, -1, 12, -1, 4});
+  const int rows = 12;
+  Pair src_w = input(src_rows, d + 3, 42), dst_w = output(rows, d + 1);
+  const Pair src = cols(src_w, 3, 3 + d), dst = cols(dst_w, 0, d);
+  cpu().merge_rows_fwd(src.ref, ia.ref, ib.ref, dst.ref);
+  dev().merge_rows_fwd(src.dev, ia.dev, ib.dev, dst.dev);
+  expect_close("merge_rows_fwd", dst_w, tol({1e-7, 1e-7}, {1e-5, 4e-3}));
+
+  Pair ddst_w = input(rows, d + 2, 43);
+  const Pair ddst = cols(ddst_w, 2, 2 + d);
+  const std::vector<double> start = random_vector(std::size_t(src_rows) * (d + 6), 44);
+  Pair dsrc_w = output(src_rows, d + 6), again_w = output(src_rows, d + 6);
+  same_start(dsrc_w, start);
+  same_start(again_w, start);
+  const Pair dsrc = cols(dsrc_w, 6, 6 + d), again = cols(again_w, 6, 6 + d);
+  cpu().merge_rows_bwd(ddst.ref, ia.ref, ib.ref, dsrc.ref);
+  dev().merge_rows_bwd(ddst.dev, ia.dev, ib.dev, dsrc.dev);
+  // bf16: a row fed by non-consecutive destination rows is rounded once per run.
+  expect_close("merge_rows_bwd (added to dsrc)", dsrc_w, tol({1e-6, 1e-6}, {1e-5, 8e-3}));
+  dev().merge_rows_bwd(ddst.dev, ia.dev, ib.dev, again.dev);
+  expect_same_bits(dev(), dsrc_w.dev, again_w.dev, "merge_rows_bwd");
+}
+
+TEST_P(CudaRowMapOps, MergeRowsOverManyRowsAndKeyChunks) {
+  // A causal-ATM-like map on 600 rows (512 partitions; 1200 items, so two
+  // staged key chunks): row r reads itself, and every third row also its
+  // successor, which thus feeds two rows.
+  const int n = 600, d = 40;
+  std::vector<std::int32_t> a(n), b(n);
+  for (int r = 0; r < n; ++r) {
+    a[r] = r;
+    b[r] = r % 3 == 0 && r + 1 < n ? r + 1 : -1;
+  }
+  Pair ia = index(a), ib = index(b);
+  Pair src = input(n, d, 45), dst = output(n, d);
+  cpu().merge_rows_fwd(src.ref, ia.ref, ib.ref, dst.ref);
+  dev().merge_rows_fwd(src.dev, ia.dev, ib.dev, dst.dev);
+  expect_close("merge_rows_fwd (600 rows)", dst, tol({1e-7, 1e-7}, {1e-5, 4e-3}));
+  Pair ddst = input(n, d, 46), dsrc = output(n, d);
+  same_start(dsrc, random_vector(std::size_t(n) * d, 47));
+  cpu().merge_rows_bwd(ddst.ref, ia.ref, ib.ref, dsrc.ref);
+  dev().merge_rows_bwd(ddst.dev, ia.dev, ib.dev, dsrc.dev);
+  expect_close("merge_rows_bwd (600 rows)", dsrc, tol({1e-6, 1e-6}, {1e-5, 8e-3}));
+}
+
+// ---- cross-entropy ----------------------------------------------------------------------
+
+TEST_P(CudaLossOps, FusedSoftmaxForwardBackwardAndInPlace) {
+  // V = 300: not a multiple of the 256 threads that walk a row.
+  const int n = 7, vocab = 300, w = vocab + 10;
+  std::vector<double> v = random_vector(std::size_t(n) * w, 51, -4, 4);
+  for (int c = 0; c < w; ++c) v[3 * w + c] += 60.0;  // a row far from zero
+  Pair logits_w = input_as(dtype(), n, w, v);
+  const Pair logits = cols(logits_w, 5, 5 + vocab);
+  Pair targets = index({5, -1, 299, 0, -1, 150, 257});
+  Pair loss = output_as(DType::F32, n, 1), lse = output_as(DType::F32, n, 1);
+  cpu().cross_entropy_fwd(logits.ref, targets.ref, loss.ref, lse.ref);
+  dev().cross_entropy_fwd(logits.dev, targets.dev, loss.dev, lse.dev);
+  // fp32 statistics from the same inputs in both modes.
+  expect_close("cross_entropy_fwd lse (fp32)", lse, {1e-6, 1e-6});
+  expect_close("cross_entropy_fwd loss (fp32)", loss, {1e-5, 1e-6});
+  const std::vector<double> l = read(dev(), loss.dev);
+  EXPECT_EQ(l[1], 0.0);
+  EXPECT_EQ(l[4], 0.0);
+
+  const double scale = 0.37 / n;
+  const Tolerance t = tol({1e-8, 1e-5}, {1e-7, 4e-3});
+  Pair dl_w = output(n, vocab + 4);
+  const Pair dl = cols(dl_w, 4, 4 + vocab);
+  cpu().cross_entropy_bwd(logits.ref, targets.ref, lse.ref, scale, dl.ref);
+  dev().cross_entropy_bwd(logits.dev, targets.dev, lse.dev, scale, dl.dev);
+  expect_close("cross_entropy_bwd", dl_w, t);
+
+  // In place: the gradient overwrites the logits.
+  cpu().cross_entropy_bwd(logits.ref, targets.ref, lse.ref, scale, logits.ref);
+  dev().cross_entropy_bwd(logits.dev, targets.dev, lse.dev, scale, logits.dev);
+  expect_close("cross_entropy_bwd in place", logits_w, t);
+}
+
+// ---- argument checks --------------------------------------------------------------------
+
+void expect_refused(const std::function<void()>& call, const std::string& message) {
+  try {
+    call();
+    ADD_FAILURE() << "accepted; expected a refusal containing \"" << message << "\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(CudaLayerOpChecks, RefusalsNameTheOpAndTheTensor) {
+  Backend& be = dev();
+  const DType dt = dtype(), other = dt == DType::BF16 ? DType::F32 : DType::BF16;
+  const Tensor x = be.alloc(dt, 4, 8), row = be.alloc(dt, 1, 8), col = be.alloc(DType::F32, 4, 1);
+  const Tensor idx = be.alloc(DType::I32, 4, 1);
+  // Statistics and parameter gradients must be fp32 whatever the compute dtype.
+  expect_refused([&] { be.wrmsnorm_fwd(x, row, row, 1e-6, x, be.alloc(DType::BF16, 4, 1)); },
+                 "wrmsnorm_fwd: rstd is bf16, expected fp32");
+  expect_refused(
+      [&] {
+        be.wrmsnorm_bwd(x, row, row, col, x, x, false, be.alloc(DType::BF16, 1, 8),
+                        be.alloc(DType::F32, 1, 8));
+      },
+      "wrmsnorm_bwd: dgamma is bf16, expected fp32");
+  expect_refused([&] { be.embedding_bwd(idx, x, be.alloc(DType::BF16, 10, 8)); },
+                 "embedding_bwd: dtable is bf16, expected fp32");
+  expect_refused([&] { be.cross_entropy_fwd(x, be.alloc(DType::F32, 4, 1), col, col); },
+                 "cross_entropy_fwd: targets is fp32, expected i32");
+  expect_refused([&] { be.cross_entropy_bwd(x, idx, col, 1.0, be.alloc(other, 4, 8)); },
+                 "cross_entropy_bwd: dlogits is");
+  expect_refused([&] { be.srpe_fwd(x, idx, col, col, 3, x); }, "srpe_fwd: head_dim 3");
+  expect_refused([&] { be.srpe_fwd(x, idx, be.alloc(DType::BF16, 4, 2), col, 4, x); },
+                 "srpe_fwd: cos_tab is bf16, expected fp32");
+  expect_refused([&] { be.summary_fwd(SummaryMode::Sequence, x, 2, 2, x); },
+                 "summary_fwd: s is 4x8, expected 2x8");
+  expect_refused([&] { be.summary_bwd(SummaryMode::Causal, x, 3, 2, x); },
+                 "summary_bwd: dx is 4x8, expected 6x8");
+  expect_refused([&] { be.row_cosine_next(x, 2, 2, be.alloc(dt, 4, 2)); }, "row_cosine_next: rho");
+  expect_refused([&] { be.merge_rows_bwd(be.alloc(other, 4, 8), idx, idx, x); },
+                 "merge_rows_bwd: ddst is");
+  expect_refused([&] { be.merge_rows_fwd(x, idx, be.alloc(DType::I32, 3, 1), x); },
+                 "merge_rows_fwd: idx_b is 3x1, expected 4x1");
+  expect_refused([&] { be.embedding_fwd(idx, x, be.alloc(dt, 4, 7)); },
+                 "embedding_fwd: out is 4x7, expected 4x8");
+  const Tensor wide = be.alloc(dt, 1, 4097), one = col.rows_slice(0, 1);
+  expect_refused([&] { be.wrmsnorm_fwd(wide, wide, wide, 1e-6, wide, one); },
+                 "wrmsnorm_fwd: x is 1x4097; rows wider than 4096 columns");
+}
+
+WIOLA_DEVICE_OP_SUITE(CudaEmbeddingOps);
+WIOLA_DEVICE_OP_SUITE(CudaNormOps);
+WIOLA_DEVICE_OP_SUITE(CudaSrpeOps);
+WIOLA_DEVICE_OP_SUITE(CudaSummaryOps);
+WIOLA_DEVICE_OP_SUITE(CudaRowMapOps);
+WIOLA_DEVICE_OP_SUITE(CudaLossOps);
+WIOLA_DEVICE_OP_SUITE(CudaLayerOpChecks);
+
+}  // namespace
+}  // namespace wiola::test
