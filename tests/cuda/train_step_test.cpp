@@ -1,0 +1,153 @@
+// Whole training steps through the CUDA backend's code path (here on the
+// emulated execution model) against the CPU backend: one step of wiola-tiny
+// (loss and every parameter gradient, from identical weights), and 20 steps
+// of training on the embedded data (the loss curve).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "backend/backend_registry.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "model/stage_model.hpp"
+#include "support/gradcheck.hpp"
+#include "train/trainer.hpp"
+
+extern wiola::comm::MpiRuntime* g_mpi;
+
+namespace wiola::test {
+namespace {
+
+struct Sample {
+  int B = 2, T = 16;
+  std::vector<std::int32_t> inputs, targets;
+};
+
+Sample make_sample(int vocab, std::uint64_t seed) {
+  Sample s;
+  const auto w = random_vector(std::size_t(s.B) * (s.T + 1), seed, 0, vocab - 1e-9);
+  for (int b = 0; b < s.B; ++b)
+    for (int t = 0; t < s.T; ++t) {
+      s.inputs.push_back(static_cast<std::int32_t>(w[std::size_t(b) * (s.T + 1) + t]));
+      s.targets.push_back(static_cast<std::int32_t>(w[std::size_t(b) * (s.T + 1) + t + 1]));
+    }
+  s.targets[5] = -1;  // an ignored target
+  return s;
+}
+
+// Loss and gradients of one forward and backward of the whole model.
+double step(Backend& be, StageModel& m, const Sample& s) {
+  StageInput in;
+  in.batch = s.B;
+  in.seq = s.T;
+  in.tokens = be.alloc(DType::I32, std::int64_t(s.B) * s.T, 1);
+  in.targets = be.alloc(DType::I32, std::int64_t(s.B) * s.T, 1);
+  be.from_host(s.inputs.data(), in.tokens);
+  be.from_host(s.targets.data(), in.targets);
+  double counted = 0;
+  for (auto t : s.targets) counted += t >= 0;
+  m.params().zero_grads();
+  StageSaved saved;
+  const StageOutput out = m.forward(in, /*training=*/true, saved);
+  m.backward(Tensor{}, {}, 1.0 / counted, saved);
+  return to_host_f64(be, out.loss_sum)[0] / counted;
+}
+
+std::unique_ptr<Backend> cuda_backend() {
+  const DeviceBackendProvider* p = device_backend(Device::CUDA);
+  return p && p->device_count() > 0 ? p->make(0) : nullptr;
+}
+
+class CudaWholeStep : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaWholeStep, LossAndEveryGradientMatchTheCpu) {
+  const DType dtype = GetParam();
+  auto dev = cuda_backend();
+  ASSERT_NE(dev, nullptr);
+  auto cpu = make_cpu_backend();
+  ModelConfig c = preset("wiola-tiny");
+  c.atm = AtmMode::Causal;
+  c.tau = 0.0;  // merge wherever the similarity is positive: the ATM path runs
+  StageModel on_dev(*dev, c, StageSpec::whole(c), dtype);
+  on_dev.params().init(11);
+  StageModel ref(*cpu, c, StageSpec::whole(c), DType::F64);
+  // The same weights (the device's, bf16-rounded where it stores bf16).
+  for (const ParamSpec& p : ref.params().layout().entries())
+    ref.params().set(p.name, on_dev.params().get(p.name));
+
+  const Sample s = make_sample(c.V, 12);
+  const double loss_dev = step(*dev, on_dev, s), loss_ref = step(*cpu, ref, s);
+  const double loss_tol = dtype == DType::BF16 ? 2e-2 : 1e-5;
+  std::printf("[whole step %s] loss device %.8f reference %.8f (rel %.2e, allowed %.0e)\n",
+              std::string(dtype_name(dtype)).c_str(), loss_dev, loss_ref,
+              std::fabs(loss_dev - loss_ref) / loss_ref, loss_tol);
+  EXPECT_NEAR(loss_dev, loss_ref, loss_tol * loss_ref);
+
+  // Every parameter's gradient: norm-wise relative error.
+  const double grad_tol = dtype == DType::BF16 ? 0.1 : 2e-3;
+  double worst = 0;
+  std::string worst_name;
+  for (const ParamSpec& p : ref.params().layout().entries()) {
+    const std::vector<double> g = on_dev.params().get_grad(p.name), r = ref.params().get_grad(p.name);
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      num += (g[i] - r[i]) * (g[i] - r[i]);
+      den += r[i] * r[i];
+    }
+    const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    if (rel > worst) {
+      worst = rel;
+      worst_name = p.name;
+    }
+    EXPECT_LE(rel, grad_tol) << p.name;
+  }
+  std::printf("[whole step %s] worst gradient relative error %.2e (%s), allowed %.0e\n",
+              std::string(dtype_name(dtype)).c_str(), worst, worst_name.c_str(), grad_tol);
+}
+
+TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {
+  const DType dtype = GetParam();
+  TrainOptions o;
+  o.model = preset("wiola-tiny");
+  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+  o.val_files.clear();
+  o.micro_batch = 2;
+  o.global_batch = 4;
+  o.steps = 20;
+  o.lr = 3e-3;
+  o.eval_interval = 0;
+  o.log_interval = 1000;
+  o.dtype = dtype;
+  o.dtype_explicit = true;
+  TrainOptions ref = o;
+  o.device = DeviceChoice::CUDA;
+  ref.device = DeviceChoice::CPU;
+  ref.dtype = DType::F32;
+  std::ostringstream log_dev, log_ref;
+  const TrainSummary a = train(o, g_mpi->world(), g_mpi->host(), log_dev);
+  const TrainSummary b = train(ref, g_mpi->world(), g_mpi->host(), log_ref);
+  EXPECT_NE(log_dev.str().find("device cuda"), std::string::npos) << log_dev.str();
+  ASSERT_EQ(a.losses.size(), 20u);
+  ASSERT_EQ(b.losses.size(), 20u);
+  const double tol = dtype == DType::BF16 ? 3e-2 : 1e-4;
+  double worst = 0;
+  for (std::size_t i = 0; i < 20; ++i) {
+    const double rel = std::fabs(a.losses[i] - b.losses[i]) / b.losses[i];
+    worst = std::max(worst, rel);
+    EXPECT_LE(rel, tol) << "step " << i + 1 << ": device " << a.losses[i] << ", CPU "
+                        << b.losses[i];
+  }
+  std::printf("[20 steps %s] loss %.4f -> %.4f (CPU %.4f -> %.4f); worst relative difference "
+              "%.2e, allowed %.0e\n",
+              std::string(dtype_name(dtype)).c_str(), a.losses.front(), a.losses.back(),
+              b.losses.front(), b.losses.back(), worst, tol);
+  EXPECT_LT(a.losses.back(), a.losses.front());
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaWholeStep, ::testing::Values(DType::F32, DType::BF16),
+                         [](const auto& param_info) {
+                           return std::string(param_info.param == DType::BF16 ? "bf16" : "fp32");
+                         });
+
+}  // namespace
+}  // namespace wiola::test
