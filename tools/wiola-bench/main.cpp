@@ -1,5 +1,9 @@
 // wiola-bench: throughput figures for the README and the issue notes.
 //
+//   wiola-bench layers [--preset wiola-1.5b] [--layers 4] [--device cuda] ...
+//     A model cut to a few full-width layers on one device: tokens/s, MFU,
+//     peak memory and the time per op family (bench_layers.cpp).
+//
 //   wiola-bench model [--preset wiola-small] [--micro-batch 8] [--steps 12] [--threads N]
 //     One process: training tokens/s and achieved GFLOP/s (the project's FLOP
 //     formula) beside a plain BLAS sgemm measured in the same run, and their ratio.
@@ -78,13 +82,19 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
 
 }  // namespace
 
+namespace wiola::bench {
+int bench_layers(int argc, const char* const* argv);
+}
+
 int main(int argc, char** argv) {
   comm::MpiRuntime mpi(&argc, &argv);
   register_device_backends();
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "model") return bench_model(argc - 1, argv + 1, mpi.world(), mpi.host());
-    std::cerr << "usage: wiola-bench model [options] (see the comment in tools/wiola-bench)\n";
+    if (mode == "layers") return bench::bench_layers(argc - 1, argv + 1);
+    std::cerr << "usage: wiola-bench model|layers [options] (see the comment in "
+                 "tools/wiola-bench/main.cpp; --help after the mode lists them)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "wiola-bench: " << e.what() << "\n";
