@@ -29,6 +29,8 @@ struct CostModel {
   double bytes_per_activation = 4.0;
   // Tokens per micro-batch for the activation estimate; 0 means T (one sequence).
   std::int64_t microbatch_tokens = 0;
+  // Micro-batches per step: a stage never holds more than these (0: unbounded).
+  int microbatches = 0;
 };
 
 struct StageCost {
@@ -36,7 +38,7 @@ struct StageCost {
   std::int64_t params = 0;                // exact (ParamLayout), the head's embed copy included
   double param_bytes = 0;                 // params x bytes_per_param
   double activation_bytes_per_token = 0;  // kept for backward, per token of one micro-batch
-  int in_flight = 1;                      // micro-batches held at once under 1F1B: pp - stage
+  int in_flight = 1;                      // held at once under 1F1B: min(pp - stage, m)
   double activation_bytes = 0;            // per token x microbatch tokens x in_flight
   double memory_bytes() const { return param_bytes + activation_bytes; }
 };

@@ -55,6 +55,9 @@ class Backend {
     std::size_t in_use = 0, peak = 0;
   };
   virtual MemoryStats memory() const { return {}; }
+  // Memory this rank may use for tensors: the device's memory, or on the CPU
+  // this machine's share per local rank (bytes).
+  virtual std::size_t memory_capacity() const = 0;
 
   // ---- memory -------------------------------------------------------------
   // Zero-filled, contiguous rows x cols tensor.

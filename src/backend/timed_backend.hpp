@@ -34,6 +34,7 @@ class TimedBackend final : public Backend {
   std::string name() const override { return inner_.name(); }
   void synchronize() override { inner_.synchronize(); }
   MemoryStats memory() const override { return inner_.memory(); }
+  std::size_t memory_capacity() const override { return inner_.memory_capacity(); }
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override {
     return inner_.alloc(dtype, rows, cols);

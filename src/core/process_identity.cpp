@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace wiola {
@@ -30,6 +31,8 @@ const ProcessIdentity& process_identity() {
     p.rank = first_int_env({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"});
     p.local_rank =
         first_int_env({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
+    p.local_size =
+        std::max(1, first_int_env({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}));
     char buf[256] = {};
     p.host = gethostname(buf, sizeof buf - 1) == 0 ? buf : "?";
     return p;

@@ -92,8 +92,18 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     std::span<const Tensor> ctx(saved.summaries.data() + (ctx_first - base), l - ctx_first + 1);
     std::shared_ptr<const DevicePlan> plan;
     if (!(training && config_.atm_layer(l))) plan = plain_plan_for(B, T);
-    x = layer.forward(x, ctx, plan, B, T, saved.layers[i]);
-    saved.merged_tokens += saved.layers[i].plan->merged_tokens;
+    LayerSaved& ls = saved.layers[i];
+    const Tensor input = x;
+    x = layer.forward(x, ctx, plan, B, T, ls);
+    saved.merged_tokens += ls.plan->merged_tokens;
+    if (recompute_ && training) {
+      // Keep the layer's input and its token plan; backward runs the layer
+      // again from them (the ops are deterministic: the same activations).
+      std::shared_ptr<const DevicePlan> kept = ls.plan;
+      ls = LayerSaved{};
+      ls.plan = std::move(kept);
+      ls.x = input;
+    }
   }
 
   StageOutput out;
@@ -162,8 +172,14 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
     const int l = layer.index();
     const int ctx_first = std::max(base, l - config_.Lambda + 1);
     const std::size_t off = ctx_first - base, n = l - ctx_first + 1;
-    dx = layer.backward(dx, std::span<const Tensor>(saved.summaries.data() + off, n),
-                        std::span<const Tensor>(ds.data() + off, n), saved.layers[i]);
+    const std::span<const Tensor> ctx(saved.summaries.data() + off, n);
+    LayerSaved& ls = saved.layers[i];
+    if (recompute_) {
+      LayerSaved again;
+      layer.forward(ls.x, ctx, ls.plan, B, T, again);
+      ls = std::move(again);
+    }
+    dx = layer.backward(dx, ctx, std::span<const Tensor>(ds.data() + off, n), ls);
     // Every user of s_l (layers l .. l+Λ-1, and the next stage) is done now.
     backend_.summary_bwd(config_.summary, ds[l - base], B, T, dx);
     if (layer_done) layer_done(l);

@@ -67,6 +67,12 @@ class StageModel {
   Backend& backend() const { return backend_; }
   DType dtype() const { return dtype_; }
 
+  // Activation recomputation (--recompute full): a training forward keeps
+  // only each layer's input (and token plan) and backward runs the layer's
+  // forward again before its backward. Gradients are bit-identical.
+  void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
+
   // How many summaries cross into a stage whose first layer is `layer`.
   int carry_count(int layer) const;
 
@@ -95,6 +101,7 @@ class StageModel {
   LayerShared shared_;
   std::vector<DecoderLayer> layers_;
   std::map<std::pair<int, int>, std::shared_ptr<const DevicePlan>> plain_plans_;
+  bool recompute_ = false;
 };
 
 }  // namespace wiola

@@ -190,7 +190,8 @@ std::string to_ini(const TrainOptions& o) {
   if (!o.save_dir.empty()) os << "save = " << o.save_dir << "\n";
   os << "save-interval = " << o.save_interval << "\nsave-minutes = " << o.save_minutes
      << "\nkeep = " << o.keep << "\npp = " << o.pp << "\ndp = " << o.dp
-     << "\nschedule = " << pipeline::schedule_kind_name(o.schedule) << "\nzero = " << o.zero
+     << "\nschedule = " << pipeline::schedule_kind_name(o.schedule)
+     << "\nrecompute = " << (o.recompute ? "full" : "none") << "\nzero = " << o.zero
      << "\n";
   if (!o.stage_layers.empty()) os << "stage-layers = " << o.stage_layers << "\n";
   os << "comm-timeout = " << o.comm_timeout << "\n";
@@ -203,7 +204,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
                                        const std::string* ini_text) {
   TrainOptions o;
   std::string preset_name, dtype_text = "auto", device_text = "auto", config_file;
-  std::string train_tokens, resume = "none", schedule = "1f1b";
+  std::string train_tokens, resume = "none", schedule = "1f1b", recompute = "none";
   std::vector<std::string> train_files, val_files;
   std::string data_weights_text;
 
@@ -270,6 +271,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("dp", po::value(&o.dp)->default_value(1), "data-parallel replicas (world size = pp × dp)")
       ("schedule", po::value(&schedule)->default_value("1f1b"), "pipeline schedule: 1f1b | gpipe")
       ("stage-layers", po::value(&o.stage_layers), "explicit layers per stage, e.g. 7,7,7,7 (default: cost model)")
+      ("recompute", po::value(&recompute)->default_value("none"), "activation recomputation: none | full (keep each layer's input only; its forward runs again in backward)")
       ("zero", po::value(&o.zero)->default_value(0), "ZeRO stage: 0 | 1 (optimizer state sharded) | 2 (and gradients)")
       ("comm-timeout", po::value(&o.comm_timeout)->default_value(300.0), "seconds a rank may wait on a peer before all ranks abort (0: forever)");
 
@@ -310,6 +312,9 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
     fail("--device must be auto, cpu or cuda, got '", device_text, "'");
   o.dtype_explicit = dtype_text != "auto";
   if (o.dtype_explicit) o.dtype = parse_dtype(dtype_text);
+  require(recompute == "none" || recompute == "full", "--recompute must be none or full, got '",
+          recompute, "'");
+  o.recompute = recompute == "full";
   o.train_tokens = TokenBudget::parse(train_tokens);
   o.resume = ResumeFrom::parse(resume);
   try {

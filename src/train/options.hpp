@@ -88,6 +88,9 @@ struct TrainOptions {
   std::string init_weights;      // weights file to start from
   std::int64_t exit_after_step = 0;  // checkpoint and stop after this step (0: off)
 
+  // Memory
+  bool recompute = false;  // --recompute full: keep layer inputs only, recompute in backward
+
   // Parallelism
   int pp = 1, dp = 1;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;

@@ -16,6 +16,7 @@
 #include "comm/process_grid.hpp"
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
+#include "core/process_identity.hpp"
 #include "core/text.hpp"
 #include "io/data_config.hpp"
 #include "io/weights_file.hpp"
@@ -30,6 +31,7 @@
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
 #include "train/device_choice.hpp"
+#include "train/memory_plan.hpp"
 #include "train/stop_signal.hpp"
 #include "train/zero_optimizer.hpp"
 
@@ -69,6 +71,8 @@ class Trainer {
   void resolve_configuration();
   void restore();
   void print_plan() const;
+  MemoryPlanInput memory_input(int stage) const;
+  void report_memory();
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
   StepTotals reduce_totals(const StageExecutor::Result& run, bool with_grad_norm);
@@ -105,6 +109,7 @@ class Trainer {
   std::int64_t total_steps_ = 0;
   std::int64_t start_step_ = 1, sample_base_ = 0;
   std::string device_description_;
+  MemoryEstimate memory_;
   Tensor totals_;  // F64 [1, 3]: Σ g², Σ loss, tokens (backend memory)
   StageExecutor::Result last_run_;  // the latest step's, for observers
 
@@ -145,7 +150,54 @@ void Trainer::resolve_configuration() {
     specs_ = opts_.stage_layers.empty()
                  ? partition_layers(opts_.model, opts_.pp)
                  : parse_stage_layers(opts_.stage_layers, opts_.model, opts_.pp);
+    // A layout that cannot fit is refused before anything is allocated.
+    memory_ = estimate_memory(memory_input(grid_.stage()));
+    const double capacity = double(backend_->memory_capacity());
+    char have[32];
+    std::snprintf(have, sizeof have, "%.2f GiB", capacity / double(1ull << 30));
+    require(memory_.total() <= 0.95 * capacity, "stage ", grid_.stage(), " on ",
+            process_identity().describe(), " needs an estimated ", memory_.describe(),
+            ", more than 95% of the ", have,
+            " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
+            "or a higher --zero");
   }, "another rank refused the configuration (see its message)");
+}
+
+MemoryPlanInput Trainer::memory_input(int stage) const {
+  MemoryPlanInput in;
+  in.model = opts_.model;
+  in.stage = specs_[std::size_t(stage)];
+  in.stage_index = stage;
+  in.pp = opts_.pp;
+  in.dp = opts_.dp;
+  in.zero = opts_.zero;
+  in.dtype = opts_.dtype;
+  in.micro_batch = opts_.micro_batch;
+  in.microbatches = opts_.micro_batches_per_rank();
+  in.schedule = opts_.schedule;
+  in.recompute = opts_.recompute;
+  in.device = backend_->device() != Device::CPU;
+  return in;
+}
+
+// After the first step: every rank's measured peak beside its estimate.
+void Trainer::report_memory() {
+  double mine[2] = {memory_.total(), double(backend_->memory().peak)};
+  std::vector<double> all(std::size_t(world_.size()) * 2);
+  std::vector<std::size_t> counts(std::size_t(world_.size()), 2);
+  world_.allgather(mine, all.data(), counts, DType::F64);
+  if (!rank0_) return;
+  std::ostringstream os;
+  os << "memory after the first step (GiB; estimate / measured peak of tensors):";
+  for (int r = 0; r < world_.size(); ++r) {
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "%s rank %d (stage %d) %.3f / %.3f", r ? "," : "", r,
+                  r / grid_.dp, all[std::size_t(r) * 2] / double(1ull << 30),
+                  all[std::size_t(r) * 2 + 1] / double(1ull << 30));
+    os << buf;
+  }
+  os << "\n";
+  log_ << os.str() << std::flush;
 }
 
 Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const std::string& host,
@@ -162,6 +214,7 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   groups_ = comm::make_groups(world_, grid_);
   model_ = std::make_unique<StageModel>(*backend_, cfg, specs_[grid_.stage()], opts_.dtype);
   model_->params().init(opts_.seed);
+  model_->set_recompute(opts_.recompute);
   optimizer_ = std::make_unique<ZeroOptimizer>(
       *model_, ZeroGroups{groups_.data.get(), groups_.embedding.get()}, opts_.zero, opts_.adam,
       !(grid_.last_stage() && grid_.pp > 1));
@@ -246,7 +299,14 @@ void Trainer::print_plan() const {
      << " steps = " << total_steps_ * opts_.global_batch * cfg.T << " tokens\n";
   for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
   if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_)) os << "WARNING: " << *w << "\n";
-  os << describe_partition(cfg, specs_);
+  CostModel cost;
+  cost.microbatch_tokens = std::int64_t(opts_.micro_batch) * cfg.T;
+  cost.microbatches = microbatches_;
+  cost.bytes_per_activation = double(dtype_size(opts_.dtype));
+  os << describe_partition(cfg, specs_, cost);
+  for (int s = 0; s < grid_.pp; ++s)
+    os << "  memory estimate of stage " << s << " per rank: "
+       << estimate_memory(memory_input(s)).describe() << "\n";
   log_ << os.str() << std::flush;
 }
 
@@ -426,6 +486,7 @@ TrainSummary Trainer::run() {
     }
     if (observer_) observer_->on_step(r);
     log_step(step, r);
+    if (step == start_step_) report_memory();
     const bool eval_now = can_eval && ((opts_.eval_interval > 0 && step % opts_.eval_interval == 0) ||
                                        step == total_steps_);
     if (eval_now) {

@@ -7,7 +7,10 @@
 #include <new>
 #include <utility>
 
+#include <unistd.h>
+
 #include "backend/cpu/cpu_checks.hpp"
+#include "core/process_identity.hpp"
 #include "ops/elementwise.hpp"
 
 namespace wiola {
@@ -30,6 +33,12 @@ void check_same(std::string_view op, const Tensor& src, const Tensor& dst) {
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+std::size_t CpuBackend::memory_capacity() const {
+  const auto pages = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES));
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+  return pages * page / static_cast<std::size_t>(process_identity().local_size);
+}
 
 Backend::MemoryStats CpuBackend::memory() const {
   return {counters_->in_use.load(), counters_->peak.load()};

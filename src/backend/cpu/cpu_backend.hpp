@@ -18,6 +18,7 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::CPU; }
   std::string name() const override { return "cpu"; }
   MemoryStats memory() const override;
+  std::size_t memory_capacity() const override;
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
   void fill(const Tensor& t, double value) override;

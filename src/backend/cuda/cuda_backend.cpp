@@ -54,6 +54,10 @@ std::string CudaBackend::name() const {
 
 void CudaBackend::synchronize() { cuda::synchronize(stream_); }
 
+std::size_t CudaBackend::memory_capacity() const {
+  return device_properties(device_).memory_bytes;
+}
+
 Backend::MemoryStats CudaBackend::memory() const {
   return {memory_->in_use.load(), memory_->peak.load()};
 }

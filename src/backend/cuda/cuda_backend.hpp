@@ -26,6 +26,7 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   Stream stream() const { return stream_; }
   MemoryStats memory() const override;
+  std::size_t memory_capacity() const override;
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
   void fill(const Tensor& t, double value) override;

@@ -1,0 +1,57 @@
+#include "train/memory_plan.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "partition/cost_model.hpp"
+
+namespace wiola {
+
+namespace {
+constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+}
+
+std::string MemoryEstimate::describe() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%.2f GiB (weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f for %d "
+                "micro-batch%s, head %.2f, workspace %.2f)",
+                total() / GiB, weights / GiB, gradients / GiB, optimizer / GiB, activations / GiB,
+                in_flight, in_flight == 1 ? "" : "es", head / GiB, workspace / GiB);
+  return buf;
+}
+
+MemoryEstimate estimate_memory(const MemoryPlanInput& in) {
+  const ModelConfig& c = in.model;
+  const double params = double(ParamLayout(c, in.stage).total());
+  const double compute = double(dtype_size(in.dtype));
+  const double wide = double(dtype_size(wide_dtype(in.dtype)));
+  const bool master = wide_dtype(in.dtype) != in.dtype;
+  const double owned = in.zero >= 1 ? params / in.dp : params;
+
+  MemoryEstimate e;
+  e.weights = params * compute;
+  // The full gradient buffer during backward, plus ZeRO's reduced shard.
+  e.gradients = params * wide + (in.zero >= 1 ? owned * wide : 0.0);
+  // AdamW's two moments, and the fp32 master copy of bf16 weights.
+  e.optimizer = owned * wide * (master ? 3.0 : 2.0);
+
+  e.in_flight = in.schedule == pipeline::ScheduleKind::GPipe
+                    ? in.microbatches
+                    : std::min(in.pp - in.stage_index, in.microbatches);
+  const double tokens = double(in.micro_batch) * c.T;
+  const int layers = in.stage.num_layers();
+  const double per_layer = activation_elements_per_token_per_layer(c);
+  // Recompute keeps each layer's input and its summary per micro-batch in
+  // flight; the one layer being recomputed holds its full activations once.
+  e.activations = in.recompute
+                      ? (layers * 2.0 * c.d * e.in_flight + per_layer) * tokens * compute
+                      : layers * per_layer * tokens * compute * e.in_flight;
+  // The last stage's logits (and their gradient, in place) for the micro-batch in flight.
+  if (in.stage.head) e.head = (double(c.V) + 2.0 * c.d) * tokens * compute * e.in_flight;
+  // Transients of one layer's backward, and the GEMM workspace on a device.
+  e.workspace = per_layer * tokens * compute + (in.device ? 32.0 * 1024 * 1024 : 0.0);
+  return e;
+}
+
+}  // namespace wiola

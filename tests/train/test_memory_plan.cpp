@@ -1,0 +1,56 @@
+// The memory estimate behind the start-up report and the refusal of layouts
+// that cannot fit: what each setting changes.
+#include <gtest/gtest.h>
+
+#include "train/memory_plan.hpp"
+
+namespace wiola {
+namespace {
+
+MemoryPlanInput base() {
+  MemoryPlanInput in;
+  in.model = preset("wiola-small");
+  in.pp = 4;
+  in.stage_index = 0;
+  in.stage = StageSpec{0, 2, true, false};
+  in.dp = 2;
+  in.micro_batch = 2;
+  in.microbatches = 8;
+  return in;
+}
+
+TEST(MemoryPlan, ActivationsFollowTheMicroBatchesInFlight) {
+  MemoryPlanInput in = base();
+  const MemoryEstimate first = estimate_memory(in);
+  EXPECT_EQ(first.in_flight, 4);  // 1F1B: pp - stage
+  in.stage_index = 3;
+  in.stage = StageSpec{5, 6, false, true};
+  EXPECT_EQ(estimate_memory(in).in_flight, 1);
+  in = base();
+  in.microbatches = 2;
+  EXPECT_EQ(estimate_memory(in).in_flight, 2);  // never more than exist
+  in.schedule = pipeline::ScheduleKind::GPipe;
+  in.microbatches = 8;
+  EXPECT_EQ(estimate_memory(in).in_flight, 8);  // GPipe holds them all
+  EXPECT_NEAR(estimate_memory(in).activations, 2.0 * first.activations, 1e-6 * first.activations);
+}
+
+TEST(MemoryPlan, RecomputeZeroAndPrecisionShrinkWhatTheyShould) {
+  const MemoryEstimate plain = estimate_memory(base());
+  MemoryPlanInput in = base();
+  in.recompute = true;
+  EXPECT_LT(estimate_memory(in).activations, 0.5 * plain.activations);
+  in = base();
+  in.zero = 1;
+  EXPECT_NEAR(estimate_memory(in).optimizer, plain.optimizer / 2, 1e-6 * plain.optimizer);
+  in = base();
+  in.dtype = DType::BF16;
+  const MemoryEstimate bf16 = estimate_memory(in);
+  EXPECT_NEAR(bf16.weights, plain.weights / 2, 1e-6 * plain.weights);
+  EXPECT_NEAR(bf16.optimizer, plain.optimizer * 1.5, 1e-6 * plain.optimizer);  // + fp32 master
+  EXPECT_NEAR(bf16.activations, plain.activations / 2, 1e-6 * plain.activations);
+  EXPECT_NE(plain.describe().find("for 4 micro-batches"), std::string::npos) << plain.describe();
+}
+
+}  // namespace
+}  // namespace wiola
