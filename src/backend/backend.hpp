@@ -58,6 +58,10 @@ class Backend {
   // Memory this rank may use for tensors: the device's memory, or on the CPU
   // this machine's share per local rank (bytes).
   virtual std::size_t memory_capacity() const = 0;
+  // Sets aside `bytes` for the tensors to come, so that a step's allocations
+  // are served without asking the driver (the CUDA backend's stream-ordered
+  // pool keeps it); a no-op where allocation is cheap anyway (the CPU).
+  virtual void reserve_memory(std::size_t /*bytes*/) {}
 
   // ---- memory -------------------------------------------------------------
   // Zero-filled, contiguous rows x cols tensor.

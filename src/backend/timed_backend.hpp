@@ -35,6 +35,7 @@ class TimedBackend final : public Backend {
   void synchronize() override { inner_.synchronize(); }
   MemoryStats memory() const override { return inner_.memory(); }
   std::size_t memory_capacity() const override { return inner_.memory_capacity(); }
+  void reserve_memory(std::size_t bytes) override { inner_.reserve_memory(bytes); }
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override {
     return inner_.alloc(dtype, rows, cols);

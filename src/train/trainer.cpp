@@ -209,6 +209,7 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   microbatches_ = opts_.micro_batches_per_rank();
   total_steps_ = opts_.total_steps();
 
+  backend_->reserve_memory(static_cast<std::size_t>(memory_.total()));
   if (backend_->device() != Device::CPU)
     world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
   groups_ = comm::make_groups(world_, grid_);

@@ -45,6 +45,7 @@ void* allocate(std::size_t bytes, Stream, const char* what) {
   return p;
 }
 void release(void* p, Stream) { std::free(p); }
+void reserve_pool(std::size_t, Stream) {}  // host memory: nothing to set aside
 void memset_zero(void* p, std::size_t bytes, Stream) { std::memset(p, 0, bytes); }
 void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream) {
   if (bytes) std::memcpy(dst, src, bytes);

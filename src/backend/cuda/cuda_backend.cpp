@@ -58,6 +58,8 @@ std::size_t CudaBackend::memory_capacity() const {
   return device_properties(device_).memory_bytes;
 }
 
+void CudaBackend::reserve_memory(std::size_t bytes) { reserve_pool(bytes, stream_); }
+
 Backend::MemoryStats CudaBackend::memory() const {
   return {memory_->in_use.load(), memory_->peak.load()};
 }

@@ -27,6 +27,7 @@ class CudaBackend final : public Backend {
   Stream stream() const { return stream_; }
   MemoryStats memory() const override;
   std::size_t memory_capacity() const override;
+  void reserve_memory(std::size_t bytes) override;
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
   void fill(const Tensor& t, double value) override;

@@ -34,6 +34,9 @@ void synchronize(Stream s);
 // Throws wiola::Error naming `what` and the size when the device is full.
 void* allocate(std::size_t bytes, Stream s, const char* what);
 void release(void* p, Stream s);
+// Makes the device's stream-ordered pool keep freed memory (no release back
+// to the driver) and grows it to at least `bytes` now.
+void reserve_pool(std::size_t bytes, Stream s);
 void memset_zero(void* p, std::size_t bytes, Stream s);
 void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, Stream s);
 void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, Stream s);

@@ -1,6 +1,8 @@
 // The CUDA runtime behind backend/cuda/runtime.hpp.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "backend/cuda/runtime.hpp"
 #include "core/error.hpp"
 #include "core/process_identity.hpp"
@@ -89,6 +91,17 @@ void* allocate(std::size_t bytes, Stream s, const char* what) {
 
 void release(void* p, Stream s) {
   if (p) WIOLA_CUDA(cudaFreeAsync(p, as_stream(s)));
+}
+
+void reserve_pool(std::size_t bytes, Stream s) {
+  cudaMemPool_t pool = nullptr;
+  WIOLA_CUDA(cudaDeviceGetDefaultMemPool(&pool, current_device()));
+  std::uint64_t keep = ~std::uint64_t{0};
+  WIOLA_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  if (bytes == 0) return;
+  void* p = allocate(bytes, s, "the memory pool reserved for training");
+  release(p, s);
+  synchronize(s);
 }
 
 void memset_zero(void* p, std::size_t bytes, Stream s) {
