@@ -7,7 +7,9 @@
 
 #include <array>
 #include <exception>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -62,6 +64,14 @@ struct LaunchState {
   std::size_t scheduler_stack_size = 0;
 #endif
 };
+
+// Per-kernel dynamic shared memory limits (cudaFuncSetAttribute), process-wide
+// like the attribute on a device.
+std::mutex g_limits_mutex;
+std::map<const void*, std::size_t>& shared_limits() {
+  static std::map<const void*, std::size_t> limits;
+  return limits;
+}
 
 thread_local LaunchState* g_launch = nullptr;
 thread_local std::size_t g_launches = 0;
@@ -237,12 +247,26 @@ const std::uint64_t* warp_exchange(std::uint64_t bits) {
 
 void* dynamic_shared() { return launch().dynamic_shared.data(); }
 
+std::size_t dynamic_shared_limit(const void* entry) {
+  if (!entry) return kDefaultDynamicShared;
+  const std::lock_guard<std::mutex> lock(g_limits_mutex);
+  const auto it = shared_limits().find(entry);
+  return it == shared_limits().end() ? kDefaultDynamicShared : it->second;
+}
+
+cudaError_t set_dynamic_shared_limit(const void* entry, int bytes) {
+  if (!entry || bytes < 0 || std::size_t(bytes) > kMaxDynamicShared) return cudaErrorInvalidValue;
+  const std::lock_guard<std::mutex> lock(g_limits_mutex);
+  shared_limits()[entry] = std::size_t(bytes);
+  return cudaSuccess;
+}
+
 float* warp_scratch() {
   return launch().warps[static_cast<std::size_t>(current_fiber().state.warp)].scratch.data();
 }
 
 void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
-                const std::function<void()>& body) {
+                const std::function<void()>& body, const void* entry) {
   if (g_launch) throw std::logic_error("cuda emulation: a kernel launched from inside a kernel");
   const std::size_t threads = std::size_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > 1024)
@@ -250,6 +274,15 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
     std::ostringstream os;
     os << "cuda emulation: kernel " << name << " launched with " << threads
        << " threads per block (1..1024)";
+    throw std::invalid_argument(os.str());
+  }
+  if (shared_bytes > dynamic_shared_limit(entry)) {
+    std::ostringstream os;
+    os << "cuda emulation: kernel " << name << " launched with " << shared_bytes
+       << " bytes of dynamic shared memory, more than its limit of "
+       << dynamic_shared_limit(entry)
+       << " (raise it with cudaFuncSetAttribute(kernel, "
+          "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes))";
     throw std::invalid_argument(os.str());
   }
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // an empty grid launches nothing
@@ -276,3 +309,7 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
 std::size_t launches() { return g_launches; }
 
 }  // namespace wiola::emu
+
+const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "invalid argument";
+}
