@@ -37,6 +37,13 @@ inline std::vector<double> random_vector(std::size_t n, std::uint64_t seed, doub
 inline void write(Backend& be, const Tensor& t, const std::vector<double>& values) {
   require(static_cast<std::int64_t>(values.size()) == t.numel(), "test::write: ", values.size(),
           " values for a ", t.rows(), "x", t.cols(), " tensor");
+  if (t.dtype() == DType::BF16 && t.contiguous() && t.numel() > 0) {  // one conversion
+    std::vector<float> buf(values.begin(), values.end());
+    const Tensor f = be.alloc(DType::F32, t.rows(), t.cols());
+    be.from_host(buf.data(), f);
+    be.convert(f, t);
+    return;
+  }
   const auto cols = static_cast<std::size_t>(t.cols());
   for (std::int64_t r = 0; r < t.rows(); ++r) {
     const Tensor row = t.rows_slice(r, r + 1);  // one row is always contiguous
@@ -73,6 +80,14 @@ inline void write(Backend& be, const Tensor& t, const std::vector<double>& value
 // The values of t (any view) as row-major doubles.
 inline std::vector<double> read(Backend& be, const Tensor& t) {
   std::vector<double> out(static_cast<std::size_t>(t.numel()));
+  if (t.dtype() == DType::BF16 && t.contiguous() && t.numel() > 0) {  // one conversion
+    const Tensor f = be.alloc(DType::F32, t.rows(), t.cols());
+    be.convert(t, f);
+    std::vector<float> buf(out.size());
+    be.to_host(f, buf.data());
+    std::copy(buf.begin(), buf.end(), out.begin());
+    return out;
+  }
   const auto cols = static_cast<std::size_t>(t.cols());
   for (std::int64_t r = 0; r < t.rows(); ++r) {
     const Tensor row = t.rows_slice(r, r + 1);
