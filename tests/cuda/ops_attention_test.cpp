@@ -230,7 +230,8 @@ TEST_P(CudaAttention, CausalAtmWithCausalSummaries) {
 
 TEST_P(CudaAttention, CausalAtmWithSequenceSummaries) {
   const int T = 70;
-  Case c{"causal ATM, sequence summaries, T=70 H=2 Hkv=2 dh=32 Λ=2", 2, T, 2, 2, 32, 2,
+  // H = 4·Hkv with two groups: head h reads group h % Hkv, not h / (H / Hkv).
+  Case c{"causal ATM, sequence summaries, T=70 H=8 Hkv=2 dh=16 Λ=2", 2, T, 8, 2, 16, 2,
          SummaryMode::Sequence, causal_plan(atm_merges(T), T, SummaryMode::Sequence), 0};
   check(c);
 }
