@@ -23,7 +23,7 @@
 //     heads of its group and the query tiles that can see it, staging Q, dO,
 //     lse and D of each. Warp w owns key rows [16w, 16w + 16):
 //       Sᵀ = K_w Qᵀ, P -> shared (fp32, and the compute dtype for the product),
-//       dPᵀ = V_w dOᵀ, dSᵀ -> shared, dV_w += Pᵀ dO, dK_w += dSᵀ Q
+//       dPᵀ = V_w dOᵀ, dSᵀ -> shared (over the fp32 P), dV_w += Pᵀ dO, dK_w += dSᵀ Q
 //     (tensor cores in bf16, fp32 fragments). Each dK/dV row is written by one
 //     block, so no atomics: deterministic.
 //   attention_bwd_dq  grid (query tiles, H, B), 128 threads, the forward's
@@ -112,7 +112,11 @@ template <class T, int DHP>
 struct DkdvSmem {
   static constexpr int kLdt = DHP + 8;  // K, V, Q, dO tiles (T)
   static constexpr int kLds = kBK + 4;  // per-warp fp32 scores
-  static constexpr int kLdp = kBQ + 8;  // per-warp P and dS (T)
+  static constexpr int kLdp = kBQ + 8;  // per-warp P (T)
+  // dS (T) is written over the warp's fp32 P once that is read: a row stride
+  // that fits there and suits wmma (a multiple of 8 for bf16).
+  static constexpr int kLdd = sizeof(T) == 2 ? kBQ + 8 : kLds;
+  static_assert(sizeof(T) * 16 * kLdd <= sizeof(float) * 16 * kLds);
   static constexpr int kLde = DHP + 4;  // epilogue staging (fp32), over the Q and dO tiles
   static constexpr std::size_t k = 0;
   static constexpr std::size_t v = align128(k + sizeof(T) * kBK * kLdt);
@@ -123,8 +127,7 @@ struct DkdvSmem {
   static constexpr std::size_t s = tiles_end > stage_end ? tiles_end : stage_end;
   static constexpr std::size_t pf = align128(s + sizeof(float) * kWarps * 16 * kLds);
   static constexpr std::size_t p = align128(pf + sizeof(float) * kWarps * 16 * kLds);
-  static constexpr std::size_t ds = align128(p + sizeof(T) * kWarps * 16 * kLdp);
-  static constexpr std::size_t lse = align128(ds + sizeof(T) * kWarps * 16 * kLdp);
+  static constexpr std::size_t lse = align128(p + sizeof(T) * kWarps * 16 * kLdp);
   static constexpr std::size_t dd = lse + sizeof(float) * kBQ;
   static constexpr std::size_t pre = dd + sizeof(float) * kBQ;
   static constexpr std::size_t ext = pre + sizeof(int) * kBQ;
@@ -150,7 +153,7 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
   float* sw = reinterpret_cast<float*>(smem + L::s) + warp * 16 * L::kLds;
   float* pf = reinterpret_cast<float*>(smem + L::pf) + warp * 16 * L::kLds;
   T* pw = reinterpret_cast<T*>(smem + L::p) + warp * 16 * L::kLdp;
-  T* dsw = reinterpret_cast<T*>(smem + L::ds) + warp * 16 * L::kLdp;
+  T* dsw = reinterpret_cast<T*>(pf);  // over P (fp32) once it is read
 
   const int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int S = a.seq, dh = a.head_dim, k0 = kt * kBK;
@@ -205,16 +208,18 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
       __syncwarp();
       warp_nt<T, DHP>(sw, L::kLds, vs + warp * 16 * L::kLdt, dos);  // dPᵀ / (1 − β)
       __syncwarp();
+      float ds[32];
       for (int k = 0; k < 32; ++k) {
         const int c = 2 * k + half;
-        const float ds = (vis >> k) & 1u
-                             ? pf[r * L::kLds + c] * ((1.0f - beta) * sw[r * L::kLds + c] - dd[c])
-                             : 0.0f;
-        dsw[r * L::kLdp + c] = from_float<T>(ds);
+        ds[k] = (vis >> k) & 1u
+                    ? pf[r * L::kLds + c] * ((1.0f - beta) * sw[r * L::kLds + c] - dd[c])
+                    : 0.0f;
       }
+      __syncwarp();  // every lane has read P before dS overwrites it
+      for (int k = 0; k < 32; ++k) dsw[r * L::kLdd + 2 * k + half] = from_float<T>(ds[k]);
       __syncwarp();
       dv.mma(pw, L::kLdp, dos);
-      dk.mma(dsw, L::kLdp, qs);
+      dk.mma(dsw, L::kLdd, qs);
     }
   }
 

@@ -148,8 +148,9 @@ __global__ void __launch_bounds__(kTileThreads)
     acc.mma(pw, L::kLdp, vs);
   }
 
-  // Epilogue: O_w -> shared, then lane pair (2r, 2r + 1) finishes row r.
-  __syncwarp();
+  // Epilogue: O_w -> shared, then lane pair (2r, 2r + 1) finishes row r. The
+  // barrier makes the Q tile visible when no key tile was visited.
+  __syncthreads();
   acc.store(sw, L::kLds);
   __syncwarp();
   const int t = q0 + qrow;
