@@ -34,6 +34,8 @@ struct Case {
   // > 0: key row t of every sequence is scaled by 1 + key_growth·t, so later
   // key tiles raise a row's running max far above the first tile's.
   double key_growth = 0;
+  // Padding rows (t >= n_queries) of q, k, v and d_o hold NaN: nothing may read them.
+  bool nan_padding = false;
 };
 
 // A sequence's merge: pairs (t, t + 1) for every t in `firsts`, through the
@@ -160,6 +162,16 @@ class CudaAttention : public DeviceOpTest {
     };
     r.ref = side(false);
     r.dev = side(true);
+    if (c.nan_padding)
+      for (Slot* x : {&r.q, &r.k, &r.v, &r.d_o})
+        for (int b = 0; b < c.batch; ++b)
+          for (int t = c.plan.n_queries[static_cast<std::size_t>(b)]; t < c.seq; ++t) {
+            const std::int64_t i = std::int64_t(b) * c.seq + t;
+            const std::vector<double> nan(static_cast<std::size_t>(x->ref.cols()),
+                                          std::nan(""));
+            write(cpu(), x->ref.rows_slice(i, i + 1), nan);
+            write(dev(), x->dev.rows_slice(i, i + 1), nan);
+          }
     return r;
   }
 
@@ -271,6 +283,16 @@ TEST_P(CudaAttention, PaperAtmWithBothSummaries) {
     ASSERT_LT(c.plan.n_queries[0], T);
     check(c);
   }
+}
+
+TEST_P(CudaAttention, PaddingRowsAreNeverRead) {
+  // Paper ATM leaves rows T'..T-1 of every block unused, as queries and as
+  // keys; filled with NaN there, they must not reach any result.
+  const int T = 70;
+  Case c{"NaN padding, paper ATM, T=70 H=2 Hkv=1 dh=32 Λ=2", 2, T, 2, 1, 32, 2,
+         SummaryMode::Causal, paper_plan(atm_merges(T), T, SummaryMode::Causal), 0};
+  c.nan_padding = true;
+  check(c);
 }
 
 // ---- awkward shapes ------------------------------------------------------------------------
