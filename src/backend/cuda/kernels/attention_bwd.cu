@@ -25,7 +25,9 @@
 //       Sᵀ = K_w Qᵀ, P -> shared (fp32, and the compute dtype for the product),
 //       dPᵀ = V_w dOᵀ, dSᵀ -> shared (over the fp32 P), dV_w += Pᵀ dO, dK_w += dSᵀ Q
 //     (tensor cores in bf16, fp32 fragments). Each dK/dV row is written by one
-//     block, so no atomics: deterministic.
+//     block, so no atomics: deterministic. 112 KiB of shared memory per block
+//     at dh = 128 in bf16 (two blocks per H100 SM; 189 KiB in fp32, more than
+//     an A100 block may have: fp32 at dh > 96 needs sm_90).
 //   attention_bwd_dq  grid (query tiles, H, B), 128 threads, the forward's
 //     tiling: Q and dO tiles stay, K and V tiles stream over the visible key
 //     tiles; warp w owns query rows [16w, 16w + 16): S = Q_w Kᵀ, P (fp32) -> shared,
