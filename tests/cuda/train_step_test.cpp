@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "backend/backend_registry.hpp"
@@ -32,6 +33,12 @@ Sample make_sample(int vocab, std::uint64_t seed) {
       s.targets.push_back(static_cast<std::int32_t>(w[std::size_t(b) * (s.T + 1) + t + 1]));
     }
   s.targets[5] = -1;  // an ignored target
+  return s;
+}
+
+double sum_of_squares(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
   return s;
 }
 
@@ -77,14 +84,19 @@ TEST_P(CudaWholeStep, LossAndEveryGradientMatchTheCpu) {
 
   const Sample s = make_sample(c.V, 12);
   const double loss_dev = step(*dev, on_dev, s), loss_ref = step(*cpu, ref, s);
-  const double loss_tol = dtype == DType::BF16 ? 2e-2 : 1e-5;
+  const double loss_tol = dtype == DType::BF16 ? 1e-3 : 1e-6;
   std::printf("[whole step %s] loss device %.8f reference %.8f (rel %.2e, allowed %.0e)\n",
               std::string(dtype_name(dtype)).c_str(), loss_dev, loss_ref,
               std::fabs(loss_dev - loss_ref) / loss_ref, loss_tol);
   EXPECT_NEAR(loss_dev, loss_ref, loss_tol * loss_ref);
 
-  // Every parameter's gradient: norm-wise relative error.
-  const double grad_tol = dtype == DType::BF16 ? 0.1 : 2e-3;
+  // Every parameter's gradient: norm-wise relative error, with a floor of
+  // 1e-6 of the global gradient norm for tensors whose gradient is nearly
+  // zero (ctx_k_proj at initialisation: ~1e-12, cancellation in the softmax
+  // over two context summaries).
+  const double grad_tol = dtype == DType::BF16 ? 0.05 : 1e-5;
+  const double floor =
+      1e-6 * std::sqrt(sum_of_squares(to_host_f64(*cpu, ref.params().grads())));
   double worst = 0;
   std::string worst_name;
   for (const ParamSpec& p : ref.params().layout().entries()) {
@@ -94,7 +106,10 @@ TEST_P(CudaWholeStep, LossAndEveryGradientMatchTheCpu) {
       num += (g[i] - r[i]) * (g[i] - r[i]);
       den += r[i] * r[i];
     }
-    const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    const double rel = std::sqrt(num) / std::max(std::sqrt(den), floor);
+    if (std::getenv("WIOLA_SHOW_GRADS"))
+      std::printf("  %-40s |ref| %.3e |err| %.3e rel %.2e\n", p.name.c_str(), std::sqrt(den),
+                  std::sqrt(num), rel);
     if (rel > worst) {
       worst = rel;
       worst_name = p.name;
@@ -129,7 +144,7 @@ TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {
   EXPECT_NE(log_dev.str().find("device cuda"), std::string::npos) << log_dev.str();
   ASSERT_EQ(a.losses.size(), 20u);
   ASSERT_EQ(b.losses.size(), 20u);
-  const double tol = dtype == DType::BF16 ? 3e-2 : 1e-4;
+  const double tol = dtype == DType::BF16 ? 2e-3 : 1e-6;
   double worst = 0;
   for (std::size_t i = 0; i < 20; ++i) {
     const double rel = std::fabs(a.losses[i] - b.losses[i]) / b.losses[i];

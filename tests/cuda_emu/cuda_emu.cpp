@@ -3,11 +3,14 @@
 // thread of their group that has not exited has arrived.
 #include "cuda_emu.hpp"
 
-#include <ucontext.h>
+#include "fiber_context.hpp"
+
 
 #include <array>
 #include <exception>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -27,8 +30,8 @@ enum class Wait : std::uint8_t { None, Block, Warp };
 
 struct Fiber {
   ThreadState state;
-  ucontext_t context{};
-  std::unique_ptr<char[]> stack;
+  FiberContext context;
+  char* stack = nullptr;  // from the OS thread's stack pool
   bool done = false;
   Wait waiting = Wait::None;
   std::uint64_t generation = 0;  // of the barrier it waits at
@@ -50,7 +53,7 @@ struct LaunchState {
   std::vector<Fiber> fibers;
   std::vector<WarpState> warps;
   std::vector<std::byte> dynamic_shared;
-  ucontext_t scheduler{};
+  FiberContext scheduler;
   int current = -1;
   int live = 0;  // fibers not done
   std::uint64_t block_generation = 0;
@@ -63,7 +66,24 @@ struct LaunchState {
 #endif
 };
 
+// Per-kernel dynamic shared memory limits (cudaFuncSetAttribute), process-wide
+// like the attribute on a device.
+std::mutex g_limits_mutex;
+std::map<const void*, std::size_t>& shared_limits() {
+  static std::map<const void*, std::size_t> limits;
+  return limits;
+}
+
 thread_local LaunchState* g_launch = nullptr;
+
+// Fiber stacks, kept for the next launch on this OS thread: a launch of 1024
+// threads would otherwise map and unmap 256 MiB every time.
+thread_local std::vector<std::unique_ptr<char[]>> g_stacks;
+
+char* stack_for(std::size_t fiber) {
+  while (g_stacks.size() <= fiber) g_stacks.push_back(std::make_unique<char[]>(kStackBytes));
+  return g_stacks[fiber].get();
+}
 thread_local std::size_t g_launches = 0;
 
 LaunchState& launch() {
@@ -83,7 +103,7 @@ void yield_to_scheduler() {
 #ifdef WIOLA_EMU_ASAN
   __sanitizer_start_switch_fiber(&f.asan_fake_stack, l.scheduler_stack, l.scheduler_stack_size);
 #endif
-  swapcontext(&f.context, &l.scheduler);
+  switch_fiber(f.context, l.scheduler);
 #ifdef WIOLA_EMU_ASAN
   __sanitizer_finish_switch_fiber(f.asan_fake_stack, nullptr, nullptr);
 #endif
@@ -105,7 +125,7 @@ void fiber_main() {
 #ifdef WIOLA_EMU_ASAN
   __sanitizer_start_switch_fiber(nullptr, l.scheduler_stack, l.scheduler_stack_size);
 #endif
-  // uc_link returns to the scheduler.
+  switch_fiber(f.context, l.scheduler);  // never resumed: the fiber is done
 }
 
 // Releases the block barrier when every live fiber has arrived.
@@ -158,11 +178,7 @@ void run_block(LaunchState& l, dim3 grid, dim3 block, dim3 block_idx) {
     f.state.warp = i / 32;
     f.done = false;
     f.waiting = Wait::None;
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.get();
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = &l.scheduler;
-    makecontext(&f.context, fiber_main, 0);
+    prepare_fiber(f.context, f.stack, kStackBytes, fiber_main);
   }
   while (l.live > 0) {
     bool ran = false;
@@ -171,9 +187,9 @@ void run_block(LaunchState& l, dim3 grid, dim3 block, dim3 block_idx) {
       if (f.done || f.waiting != Wait::None) continue;
       l.current = i;
 #ifdef WIOLA_EMU_ASAN
-      __sanitizer_start_switch_fiber(&l.scheduler_fake_stack, f.stack.get(), kStackBytes);
+      __sanitizer_start_switch_fiber(&l.scheduler_fake_stack, f.stack, kStackBytes);
 #endif
-      swapcontext(&l.scheduler, &f.context);
+      switch_fiber(l.scheduler, f.context);
 #ifdef WIOLA_EMU_ASAN
       __sanitizer_finish_switch_fiber(l.scheduler_fake_stack, nullptr, nullptr);
 #endif
@@ -237,12 +253,26 @@ const std::uint64_t* warp_exchange(std::uint64_t bits) {
 
 void* dynamic_shared() { return launch().dynamic_shared.data(); }
 
+std::size_t dynamic_shared_limit(const void* entry) {
+  if (!entry) return kDefaultDynamicShared;
+  const std::lock_guard<std::mutex> lock(g_limits_mutex);
+  const auto it = shared_limits().find(entry);
+  return it == shared_limits().end() ? kDefaultDynamicShared : it->second;
+}
+
+cudaError_t set_dynamic_shared_limit(const void* entry, int bytes) {
+  if (!entry || bytes < 0 || std::size_t(bytes) > kMaxDynamicShared) return cudaErrorInvalidValue;
+  const std::lock_guard<std::mutex> lock(g_limits_mutex);
+  shared_limits()[entry] = std::size_t(bytes);
+  return cudaSuccess;
+}
+
 float* warp_scratch() {
   return launch().warps[static_cast<std::size_t>(current_fiber().state.warp)].scratch.data();
 }
 
 void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
-                const std::function<void()>& body) {
+                const std::function<void()>& body, const void* entry) {
   if (g_launch) throw std::logic_error("cuda emulation: a kernel launched from inside a kernel");
   const std::size_t threads = std::size_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > 1024)
@@ -252,12 +282,21 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
        << " threads per block (1..1024)";
     throw std::invalid_argument(os.str());
   }
+  if (shared_bytes > dynamic_shared_limit(entry)) {
+    std::ostringstream os;
+    os << "cuda emulation: kernel " << name << " launched with " << shared_bytes
+       << " bytes of dynamic shared memory, more than its limit of "
+       << dynamic_shared_limit(entry)
+       << " (raise it with cudaFuncSetAttribute(kernel, "
+          "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes))";
+    throw std::invalid_argument(os.str());
+  }
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // an empty grid launches nothing
   auto l = std::make_unique<LaunchState>();
   l->name = name;
   l->body = &body;
   l->fibers.resize(threads);
-  for (Fiber& f : l->fibers) f.stack.reset(new char[kStackBytes]);
+  for (std::size_t i = 0; i < threads; ++i) l->fibers[i].stack = stack_for(i);
   l->warps.resize((threads + 31) / 32);
   l->dynamic_shared.resize(shared_bytes);
   g_launch = l.get();
@@ -276,3 +315,7 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
 std::size_t launches() { return g_launches; }
 
 }  // namespace wiola::emu
+
+const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "invalid argument";
+}

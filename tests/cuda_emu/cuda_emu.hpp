@@ -11,8 +11,13 @@
 //  * warp shuffles (__shfl_sync, __shfl_xor_sync, __shfl_down_sync,
 //    __shfl_up_sync) and votes (__ballot_sync, __any_sync, __all_sync) for
 //    full warps (mask 0xffffffff);
-//  * atomicAdd / atomicMax on global and shared memory;
+//  * atomicAdd / atomicMax / atomicMin on global and shared memory;
 //  * the bit intrinsics __ffs and __popc;
+//  * the 16-byte vector type uint4 (kernels copy aligned 16-byte chunks);
+//  * dynamic shared memory above the default 48 KiB per block only after
+//    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+//    bytes), up to the sm_90 limit of 227 KiB: a launch asking for more than
+//    the kernel's limit fails, as on a GPU;
 //  * __nv_bfloat16 with round-to-nearest-even conversions;
 //  * the nvcuda::wmma fragments the kernels use (cuda_emu_wmma.hpp).
 //
@@ -52,6 +57,16 @@
 
 using cudaStream_t = void*;
 
+// ---- runtime calls that kernel files make --------------------------------------
+enum cudaError_t : int { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
+enum cudaFuncAttribute : int { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+const char* cudaGetErrorString(cudaError_t e);
+
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -77,10 +92,17 @@ const std::uint64_t* warp_exchange(std::uint64_t bits);
 void* dynamic_shared();
 // Scratch memory of the running thread's warp (wmma emulation): 1024 floats.
 float* warp_scratch();
+// Dynamic shared memory a launch may ask for: 48 KiB unless raised for this
+// kernel (`entry`: its address; null for kernels given as lambdas).
+inline constexpr std::size_t kDefaultDynamicShared = 48 * 1024;
+inline constexpr std::size_t kMaxDynamicShared = 227 * 1024;  // sm_90
+std::size_t dynamic_shared_limit(const void* entry);
+cudaError_t set_dynamic_shared_limit(const void* entry, int bytes);
 // Runs `body` once per thread of every block. Throws wiola::emu::Deadlock or
-// rethrows the first exception a thread raised.
+// rethrows the first exception a thread raised; std::invalid_argument when the
+// launch shape or its dynamic shared memory is more than the kernel may have.
 void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
-                const std::function<void()>& body);
+                const std::function<void()>& body, const void* entry = nullptr);
 // Kernels launched so far on this OS thread (tests count launches).
 std::size_t launches();
 
@@ -107,7 +129,9 @@ struct Launch {
   std::size_t shared_bytes;
   template <class... Args>
   void operator()(Args&&... args) const {
-    run_kernel(name, grid, block, shared_bytes, [&] { kernel(args...); });
+    const void* entry = nullptr;
+    if constexpr (std::is_pointer_v<Kernel>) entry = reinterpret_cast<const void*>(kernel);
+    run_kernel(name, grid, block, shared_bytes, [&] { kernel(args...); }, entry);
   }
 };
 template <class Kernel>
@@ -186,6 +210,20 @@ T atomicMax(T* p, T v) {
   const T old = *p;
   if (v > old) *p = v;
   return old;
+}
+template <class T>
+T atomicMin(T* p, T v) {
+  const T old = *p;
+  if (v < old) *p = v;
+  return old;
+}
+
+// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes):
+// the most dynamic shared memory later launches of `entry` may ask for.
+template <class T>
+cudaError_t cudaFuncSetAttribute(T* entry, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
+  return ::wiola::emu::set_dynamic_shared_limit(reinterpret_cast<const void*>(entry), value);
 }
 
 // ---- bit intrinsics -------------------------------------------------------------

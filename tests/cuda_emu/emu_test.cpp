@@ -4,6 +4,7 @@
 // bad launch shapes, exceptions inside a kernel).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -178,6 +179,78 @@ TEST(cudaEmu, DynamicSharedMemoryHasTheLaunchSize) {
   std::vector<float> out(96);
   WIOLA_LAUNCH(use_dynamic_shared, dim3(1), dim3(96), 96 * sizeof(float), 0)(out.data(), 96);
   for (int t = 0; t < 96; ++t) EXPECT_EQ(out[t], float(95 - t));
+}
+
+// Above 48 KiB a kernel must raise its limit first (cudaFuncSetAttribute), as
+// on a GPU; the attribute is per kernel and capped at the device's 227 KiB.
+__global__ void big_dynamic_shared(int* out, int n) {
+  WIOLA_DYNAMIC_SHARED(int, s);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = i;
+  __syncthreads();
+  out[threadIdx.x] = s[n - 1 - int(threadIdx.x)];
+}
+__global__ void other_big_dynamic_shared(int* out, int n) {
+  WIOLA_DYNAMIC_SHARED(int, s);
+  s[threadIdx.x] = n;
+  out[threadIdx.x] = s[threadIdx.x];
+}
+
+TEST(cudaEmu, DynamicSharedMemoryAbove48KiBNeedsTheKernelAttribute) {
+  const int n = 20000;  // 80,000 bytes
+  const std::size_t bytes = n * sizeof(int);
+  std::vector<int> out(64);
+  EXPECT_THROW(WIOLA_LAUNCH(big_dynamic_shared, dim3(1), dim3(64), bytes, 0)(out.data(), n),
+               std::invalid_argument);
+  ASSERT_EQ(cudaFuncSetAttribute(big_dynamic_shared, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(bytes)),
+            cudaSuccess);
+  WIOLA_LAUNCH(big_dynamic_shared, dim3(1), dim3(64), bytes, 0)(out.data(), n);
+  for (int t = 0; t < 64; ++t) ASSERT_EQ(out[t], n - 1 - t);
+  // Still more than the limit set; and another kernel keeps the default.
+  EXPECT_THROW(WIOLA_LAUNCH(big_dynamic_shared, dim3(1), dim3(64), bytes + 4, 0)(out.data(), n),
+               std::invalid_argument);
+  EXPECT_THROW(WIOLA_LAUNCH(other_big_dynamic_shared, dim3(1), dim3(64), bytes, 0)(out.data(), n),
+               std::invalid_argument);
+  // Beyond the device's maximum the attribute itself is refused.
+  EXPECT_NE(cudaFuncSetAttribute(other_big_dynamic_shared,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, 300 * 1024),
+            cudaSuccess);
+}
+
+// atomicMin / atomicMax on shared ints give the extremes whatever the order;
+// uint4 copies 16 aligned bytes at once.
+__global__ void extremes_and_vectors(const int* in, int* lo_hi, const uint4* src, uint4* dst) {
+  __shared__ int lo, hi;
+  if (threadIdx.x == 0) {
+    lo = 1 << 30;
+    hi = -(1 << 30);
+  }
+  __syncthreads();
+  atomicMin(&lo, in[threadIdx.x]);
+  atomicMax(&hi, in[threadIdx.x]);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    lo_hi[0] = lo;
+    lo_hi[1] = hi;
+  }
+  if (threadIdx.x < 4) dst[threadIdx.x] = src[3 - threadIdx.x];
+}
+
+TEST(cudaEmu, AtomicMinMaxAndSixteenByteVectors) {
+  std::vector<int> in(96);
+  for (int i = 0; i < 96; ++i) in[i] = (i * 37) % 101 - 50;
+  std::vector<int> lo_hi(2);
+  std::vector<uint4> src(4), dst(4);
+  for (unsigned i = 0; i < 4; ++i) src[i] = make_uint4(i, 10 + i, 20 + i, 30 + i);
+  WIOLA_LAUNCH(extremes_and_vectors, dim3(1), dim3(96), 0, 0)(in.data(), lo_hi.data(), src.data(),
+                                                               dst.data());
+  EXPECT_EQ(lo_hi[0], *std::min_element(in.begin(), in.end()));
+  EXPECT_EQ(lo_hi[1], *std::max_element(in.begin(), in.end()));
+  static_assert(sizeof(uint4) == 16 && alignof(uint4) == 16);
+  for (unsigned i = 0; i < 4; ++i) {
+    EXPECT_EQ(dst[i].x, 3 - i);
+    EXPECT_EQ(dst[i].w, 33 - i);
+  }
 }
 
 __global__ void wmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* c) {

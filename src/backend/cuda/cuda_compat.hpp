@@ -20,8 +20,10 @@
 #include <mma.h>
 #define WIOLA_LAUNCH(kernel, grid, block, shared_bytes, stream) \
   kernel<<<grid, block, shared_bytes, stream>>>
-#define WIOLA_DYNAMIC_SHARED(type, name)                    \
-  extern __shared__ __align__(16) unsigned char wiola_smem[]; \
+// 128-byte aligned: kernels carve it into sections for wmma tiles (which need
+// 32-byte aligned pointers) and 16-byte vector accesses.
+#define WIOLA_DYNAMIC_SHARED(type, name)                     \
+  extern __shared__ __align__(128) unsigned char wiola_smem[]; \
   type* name = reinterpret_cast<type*>(wiola_smem)
 #define WIOLA_UNROLL _Pragma("unroll")
 #endif

@@ -1,0 +1,52 @@
+#pragma once
+// The GCLA attention core on the device (Backend::attention_fwd/bwd): the
+// launchers behind CudaBackend, which has checked every shape and dtype.
+// Compute tensors are bf16 or fp32 (one dtype per call); lse_self, lse_ctx
+// and dphi are fp32; index tensors are contiguous I32. Views may be strided.
+//
+//   attention_fwd.cu  the fused forward (self attention, context, blend)
+//   attention_bwd.cu  backward: D = rowsum(dO_self ∘ O_self), dK/dV, dQ and
+//                     the per-query context coefficients
+//   attention_ctx.cu  context gradients gathered per context row, and dphi
+// Every result is deterministic: no floating-point atomics, every sum in a
+// fixed order.
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "backend/backend.hpp"
+#include "backend/cuda/runtime.hpp"
+
+namespace wiola::cuda::kernels {
+
+inline constexpr int kAttentionMaxContexts = 8;
+inline constexpr int kAttentionMaxHeadDim = 128;
+
+// Zero-filled device memory for the backward pass's workspaces.
+using Allocate = std::function<Tensor(DType dtype, std::int64_t rows, std::int64_t cols)>;
+
+void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+                   std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
+                   const Tensor& phi, const AttentionIndex& index, const Tensor& o,
+                   const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
+                   const Tensor& lse_ctx, Stream s);
+
+void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+                   std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
+                   const Tensor& phi, const AttentionIndex& index, const Tensor& o_self,
+                   const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
+                   const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                   std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
+                   const Tensor& dphi, const Allocate& alloc, Stream s);
+
+// Inside attention_bwd: dctx_k[c], dctx_v[c] (written) from the per-(query
+// row, head, summary) coefficients coef_k = ∂L/∂score / √dh and coef_v = β·w
+// (fp32 [B*T*H*n_ctx]), and dphi += β(1 − β) Σ dbeta_row (fp32 [B*T]).
+void attention_context_grads(const AttentionDims& dims, const Tensor& q, const Tensor& d_o,
+                             std::span<const Tensor> ctx_k, const Tensor& phi,
+                             const AttentionIndex& index, const float* coef_k,
+                             const float* coef_v, const float* dbeta_row,
+                             std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
+                             const Tensor& dphi, const Allocate& alloc, Stream s);
+
+}  // namespace wiola::cuda::kernels

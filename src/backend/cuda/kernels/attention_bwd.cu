@@ -1,0 +1,503 @@
+// GCLA attention backward, FlashAttention-2 style: the self-attention
+// probabilities are recomputed from the saved lse_self, never stored.
+//
+// With dO_self = (1 − β) dO and dO_ctx = β dO:
+//   D_i     = dO_self,i · O_self,i                      (prep kernel)
+//   P_ij    = exp(q_i·k_j / √dh − lse_i)  over visible (i, j)
+//   dS_ij   = P_ij ((1 − β) dO_i·v_j − D_i)
+//   dq_i    = Σ_j dS_ij k_j / √dh  +  Σ_c coef_k[i,c] ctx_k[c]      (dQ kernel)
+//   dk_j    = Σ_i dS_ij q_i / √dh,   dv_j = (1 − β) Σ_i P_ij dO_i    (dK/dV kernel)
+//   context: w_c = exp(q·ctx_k[c] / √dh − lse_ctx), ds_c = β w_c (dO·ctx_v[c] − dO·O_ctx),
+//            coef_k = ds_c / √dh, coef_v = β w_c (dQ kernel's epilogue; the context
+//            rows' gradients are gathered from them in attention_ctx.cu)
+//   dβ      = Σ dO · (O_ctx − O_self), dφ = dβ β (1 − β)  (per-row partials in prep)
+//
+// Kernels, in launch order:
+//   attention_query_stats  grid (query tiles, B), 64 threads: each 64-row query
+//     tile's largest key prefix and extra-key range, so the dK/dV kernel knows
+//     which query tiles can see its keys.
+//   attention_bwd_prep  one warp per query row: D for every head (lanes over
+//     dh, a fixed shuffle tree) and the row's dβ partial.
+//   attention_bwd_dkdv  grid (key tiles, Hkv, B), 128 threads. The block keeps
+//     its 64 x DHP K and V tiles in shared memory and loops over the query
+//     heads of its group and the query tiles that can see it, staging Q, dO,
+//     lse and D of each. Warp w owns key rows [16w, 16w + 16):
+//       Sᵀ = K_w Qᵀ, P -> shared (fp32, and the compute dtype for the product),
+//       dPᵀ = V_w dOᵀ, dSᵀ -> shared (over the fp32 P), dV_w += Pᵀ dO, dK_w += dSᵀ Q
+//     (tensor cores in bf16, fp32 fragments). Each dK/dV row is written by one
+//     block, so no atomics: deterministic. 112 KiB of shared memory per block
+//     at dh = 128 in bf16 (two blocks per H100 SM; 189 KiB in fp32, more than
+//     an A100 block may have: fp32 at dh > 96 needs sm_90).
+//   attention_bwd_dq  grid (query tiles, H, B), 128 threads, the forward's
+//     tiling: Q and dO tiles stay, K and V tiles stream over the visible key
+//     tiles; warp w owns query rows [16w, 16w + 16): S = Q_w Kᵀ, P (fp32) -> shared,
+//     dP = dO_w Vᵀ, dS -> shared, dQ_w += dS K. Its epilogue (lane pair per row) adds the
+//     context term and writes the context coefficients.
+#include "backend/cuda/kernels/attention.hpp"
+#include "backend/cuda/kernels/attention_common.cuh"
+#include "backend/cuda/kernels/memory.hpp"
+
+namespace wiola::cuda::kernels {
+
+namespace {
+
+using namespace attn;
+
+template <class T>
+struct Bwd {
+  const T* d_o;
+  std::int64_t lddo;
+  const T* o_self;
+  std::int64_t ldos;
+  const T* o_ctx;
+  std::int64_t ldoc;
+  const float* lse_self;
+  std::int64_t ldls;
+  const float* lse_ctx;
+  std::int64_t ldlc;
+  T* dq;
+  std::int64_t lddq;
+  T* dk;
+  std::int64_t lddk;
+  T* dv;
+  std::int64_t lddv;
+  float* dself;      // [B*T, H]: D of every query row and head
+  float* dbeta_row;  // [B*T]: Σ dO·(O_ctx − O_self) of the row
+  float* coef_k;     // [B*T, H, n_ctx]
+  float* coef_v;     // [B*T, H, n_ctx]
+  int* qstats;       // [B, query tiles, 3]: largest prefix, smallest and largest extra
+};
+
+// ---- query tile statistics and D ---------------------------------------------------
+
+template <class T>
+__global__ void __launch_bounds__(kBQ) attention_query_stats(Args<T> a, int* qstats) {
+  __shared__ int pre[kBQ], ext[kBQ], stat[4];
+  const int qt = blockIdx.x, b = blockIdx.y;
+  load_query_index(a, b, qt * kBQ, pre, ext, stat);
+  if (threadIdx.x < 3)
+    qstats[(std::int64_t(b) * gridDim.x + qt) * 3 + threadIdx.x] = stat[threadIdx.x];
+}
+
+template <class T>
+__global__ void __launch_bounds__(kTileThreads) attention_bwd_prep(Args<T> a, Bwd<T> w) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t n = std::int64_t(a.batch) * a.seq;
+  const std::int64_t i = std::int64_t(blockIdx.x) * kWarps + warp;
+  if (i >= n) return;  // the whole warp
+  const int b = int(i / a.seq), t = int(i % a.seq), dh = a.head_dim;
+  const bool valid = t < valid_queries(a, b);
+  const float beta = sigmoidf(to_float(a.phi[0]));
+  float dbeta = 0.0f;
+  for (int h = 0; h < a.heads; ++h) {
+    float part = 0.0f;
+    if (valid) {
+      const T* g = w.d_o + i * w.lddo + h * dh;
+      const T* os = w.o_self + i * w.ldos + h * dh;
+      const T* oc = w.o_ctx + i * w.ldoc + h * dh;
+      for (int d = lane; d < dh; d += 32) {
+        const float gd = to_float(g[d]), sd = to_float(os[d]);
+        part += gd * sd;
+        dbeta += gd * (to_float(oc[d]) - sd);
+      }
+    }
+    part = warp_sum(part);
+    if (lane == 0) w.dself[i * a.heads + h] = (1.0f - beta) * part;
+  }
+  dbeta = warp_sum(dbeta);
+  if (lane == 0) w.dbeta_row[i] = dbeta;
+}
+
+// ---- dK, dV ----------------------------------------------------------------------
+
+template <class T, int DHP>
+struct DkdvSmem {
+  static constexpr int kLdt = DHP + 8;  // K, V, Q, dO tiles (T)
+  static constexpr int kLds = kBK + 4;  // per-warp fp32 scores
+  static constexpr int kLdp = kBQ + 8;  // per-warp P (T)
+  // dS (T) is written over the warp's fp32 P once that is read: a row stride
+  // that fits there and suits wmma (a multiple of 8 for bf16).
+  static constexpr int kLdd = sizeof(T) == 2 ? kBQ + 8 : kLds;
+  static_assert(sizeof(T) * 16 * kLdd <= sizeof(float) * 16 * kLds);
+  static constexpr int kLde = DHP + 4;  // epilogue staging (fp32), over the Q and dO tiles
+  static constexpr std::size_t k = 0;
+  static constexpr std::size_t v = align128(k + sizeof(T) * kBK * kLdt);
+  static constexpr std::size_t q = align128(v + sizeof(T) * kBK * kLdt);
+  static constexpr std::size_t d_o = align128(q + sizeof(T) * kBQ * kLdt);
+  static constexpr std::size_t tiles_end = align128(d_o + sizeof(T) * kBQ * kLdt);
+  static constexpr std::size_t stage_end = align128(q + sizeof(float) * kWarps * 16 * kLde);
+  static constexpr std::size_t s = tiles_end > stage_end ? tiles_end : stage_end;
+  static constexpr std::size_t pf = align128(s + sizeof(float) * kWarps * 16 * kLds);
+  static constexpr std::size_t p = align128(pf + sizeof(float) * kWarps * 16 * kLds);
+  static constexpr std::size_t lse = align128(p + sizeof(T) * kWarps * 16 * kLdp);
+  static constexpr std::size_t dd = lse + sizeof(float) * kBQ;
+  static constexpr std::size_t pre = dd + sizeof(float) * kBQ;
+  static constexpr std::size_t ext = pre + sizeof(int) * kBQ;
+  static constexpr std::size_t stat = ext + sizeof(int) * kBQ;
+  static constexpr std::size_t bytes = align128(stat + sizeof(int) * 4);
+};
+
+template <class T, int DHP>
+__global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bwd<T> w) {
+  using L = DkdvSmem<T, DHP>;
+  WIOLA_DYNAMIC_SHARED(unsigned char, smem);
+  T* ks = reinterpret_cast<T*>(smem + L::k);
+  T* vs = reinterpret_cast<T*>(smem + L::v);
+  T* qs = reinterpret_cast<T*>(smem + L::q);
+  T* dos = reinterpret_cast<T*>(smem + L::d_o);
+  float* lse = reinterpret_cast<float*>(smem + L::lse);
+  float* dd = reinterpret_cast<float*>(smem + L::dd);
+  int* pre = reinterpret_cast<int*>(smem + L::pre);
+  int* ext = reinterpret_cast<int*>(smem + L::ext);
+  int* stat = reinterpret_cast<int*>(smem + L::stat);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* sw = reinterpret_cast<float*>(smem + L::s) + warp * 16 * L::kLds;
+  float* pf = reinterpret_cast<float*>(smem + L::pf) + warp * 16 * L::kLds;
+  T* pw = reinterpret_cast<T*>(smem + L::p) + warp * 16 * L::kLdp;
+  T* dsw = reinterpret_cast<T*>(pf);  // over P (fp32) once it is read
+
+  const int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
+  const int S = a.seq, dh = a.head_dim, k0 = kt * kBK;
+  const int n_qtiles = (S + kBQ - 1) / kBQ;
+  const int nq = valid_queries(a, b);
+  const std::int64_t row0 = std::int64_t(b) * S;
+  const float beta = sigmoidf(to_float(a.phi[0]));
+
+  const int krows = clampi(S - k0, 0, kBK);
+  load_tile<T, DHP, kBK>(ks, a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows, dh, a.vec, nullptr);
+  load_tile<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec, nullptr);
+
+  // Lanes 2r and 2r + 1 own key row r of the warp's 16 (Sᵀ row r).
+  const int r = lane / 2, half = lane % 2;
+  const int key = k0 + warp * 16 + r;
+  WarpAcc<T, DHP> dk, dv;
+  dk.zero();
+  dv.zero();
+
+  for (int qt = 0; qt < n_qtiles; ++qt) {
+    const int* st = w.qstats + (std::int64_t(b) * n_qtiles + qt) * 3;
+    if (!visits(st, kt)) continue;
+    const int q0 = qt * kBQ, qrows = clampi(nq - q0, 0, kBQ);
+    __syncthreads();  // the previous tile's index is no longer read
+    load_query_index(a, b, q0, pre, ext, stat);
+    for (int h = g; h < a.heads; h += a.kv_heads) {
+      __syncthreads();  // the previous head's Q, dO, lse, D are consumed
+      load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, qrows, dh, a.vec,
+                             nullptr);
+      load_tile<T, DHP, kBQ>(dos, w.d_o + (row0 + q0) * w.lddo + h * dh, w.lddo, qrows, dh,
+                             a.vec, nullptr);
+      for (int c = threadIdx.x; c < kBQ; c += blockDim.x) {
+        const std::int64_t i = row0 + q0 + c;
+        lse[c] = c < qrows ? w.lse_self[i * w.ldls + h] : 0.0f;
+        dd[c] = c < qrows ? w.dself[i * a.heads + h] : 0.0f;
+      }
+      __syncthreads();
+
+      warp_nt<T, DHP>(sw, L::kLds, ks + warp * 16 * L::kLdt, qs);  // Sᵀ
+      __syncwarp();
+      // P in fp32 stays in shared memory (pf) for dS, not in registers, which
+      // hold the dK and dV accumulators.
+      unsigned vis = 0;
+      for (int k = 0; k < 32; ++k) {
+        const int c = 2 * k + half;
+        const bool v = key < pre[c] || key == ext[c];
+        const float p = v ? expf(sw[r * L::kLds + c] * a.scale - lse[c]) : 0.0f;
+        vis |= (v ? 1u : 0u) << k;
+        pf[r * L::kLds + c] = p;
+        pw[r * L::kLdp + c] = from_float<T>(p);
+      }
+      __syncwarp();
+      warp_nt<T, DHP>(sw, L::kLds, vs + warp * 16 * L::kLdt, dos);  // dPᵀ / (1 − β)
+      __syncwarp();
+      float ds[32];
+      for (int k = 0; k < 32; ++k) {
+        const int c = 2 * k + half;
+        ds[k] = (vis >> k) & 1u
+                    ? pf[r * L::kLds + c] * ((1.0f - beta) * sw[r * L::kLds + c] - dd[c])
+                    : 0.0f;
+      }
+      __syncwarp();  // every lane has read P before dS overwrites it
+      for (int k = 0; k < 32; ++k) dsw[r * L::kLdd + 2 * k + half] = from_float<T>(ds[k]);
+      __syncwarp();
+      dv.mma(pw, L::kLdp, dos);
+      dk.mma(dsw, L::kLdd, qs);
+    }
+  }
+
+  // Epilogue: stage each accumulator in shared memory (over the Q and dO
+  // tiles) and write it row by row, lanes along dh.
+  __syncthreads();
+  float* stage = reinterpret_cast<float*>(smem + L::q) + warp * 16 * L::kLde;
+  const int rows = clampi(S - (k0 + warp * 16), 0, 16);
+  dv.store(stage, L::kLde);
+  __syncwarp();
+  for (int e = lane; e < rows * dh; e += 32) {
+    const int rr = e / dh, d = e % dh;
+    const std::int64_t j = row0 + k0 + warp * 16 + rr;
+    w.dv[j * w.lddv + g * dh + d] = from_float<T>((1.0f - beta) * stage[rr * L::kLde + d]);
+  }
+  __syncwarp();
+  dk.store(stage, L::kLde);
+  __syncwarp();
+  for (int e = lane; e < rows * dh; e += 32) {
+    const int rr = e / dh, d = e % dh;
+    const std::int64_t j = row0 + k0 + warp * 16 + rr;
+    w.dk[j * w.lddk + g * dh + d] = from_float<T>(a.scale * stage[rr * L::kLde + d]);
+  }
+}
+
+// ---- dQ and the context coefficients -----------------------------------------------
+
+template <class T, int DHP>
+struct DqSmem {
+  static constexpr int kLdt = DHP + 8;
+  static constexpr int kLds = kBK + 4;
+  static constexpr int kLdp = kBK + 8;
+  static constexpr int kLde = DHP + 4;  // epilogue staging (fp32), over the K and V tiles
+  static constexpr std::size_t q = 0;
+  static constexpr std::size_t d_o = align128(q + sizeof(T) * kBQ * kLdt);
+  static constexpr std::size_t k = align128(d_o + sizeof(T) * kBQ * kLdt);
+  static constexpr std::size_t v = align128(k + sizeof(T) * kBK * kLdt);
+  static constexpr std::size_t tiles_end = align128(v + sizeof(T) * kBK * kLdt);
+  static constexpr std::size_t stage_end = align128(k + sizeof(float) * kWarps * 16 * kLde);
+  static constexpr std::size_t s = tiles_end > stage_end ? tiles_end : stage_end;
+  static constexpr std::size_t pf = align128(s + sizeof(float) * kWarps * 16 * kLds);
+  static constexpr std::size_t p = align128(pf + sizeof(float) * kWarps * 16 * kLds);
+  static constexpr std::size_t lse = align128(p + sizeof(T) * kWarps * 16 * kLdp);
+  static constexpr std::size_t dd = lse + sizeof(float) * kBQ;
+  static constexpr std::size_t pre = dd + sizeof(float) * kBQ;
+  static constexpr std::size_t ext = pre + sizeof(int) * kBQ;
+  static constexpr std::size_t stat = ext + sizeof(int) * kBQ;
+  static constexpr std::size_t used = stat + sizeof(int) * 4;
+  static constexpr std::size_t bytes = align128(used + kBK);
+};
+
+template <class T, int DHP>
+__global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<T> w) {
+  using L = DqSmem<T, DHP>;
+  WIOLA_DYNAMIC_SHARED(unsigned char, smem);
+  T* qs = reinterpret_cast<T*>(smem + L::q);
+  T* dos = reinterpret_cast<T*>(smem + L::d_o);
+  T* ks = reinterpret_cast<T*>(smem + L::k);
+  T* vs = reinterpret_cast<T*>(smem + L::v);
+  float* lse = reinterpret_cast<float*>(smem + L::lse);
+  float* dd = reinterpret_cast<float*>(smem + L::dd);
+  int* pre = reinterpret_cast<int*>(smem + L::pre);
+  int* ext = reinterpret_cast<int*>(smem + L::ext);
+  int* stat = reinterpret_cast<int*>(smem + L::stat);
+  unsigned char* used = smem + L::used;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* sw = reinterpret_cast<float*>(smem + L::s) + warp * 16 * L::kLds;
+  float* pf = reinterpret_cast<float*>(smem + L::pf) + warp * 16 * L::kLds;
+  T* pw = reinterpret_cast<T*>(smem + L::p) + warp * 16 * L::kLdp;
+
+  const int qt = int(gridDim.x) - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
+  const int g = h % a.kv_heads, dh = a.head_dim, S = a.seq;
+  const int q0 = qt * kBQ;
+  const int nq = valid_queries(a, b), qrows = clampi(nq - q0, 0, kBQ);
+  const std::int64_t row0 = std::int64_t(b) * S;
+  const float beta = sigmoidf(to_float(a.phi[0]));
+
+  load_query_index(a, b, q0, pre, ext, stat);
+  load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, qrows, dh, a.vec, nullptr);
+  load_tile<T, DHP, kBQ>(dos, w.d_o + (row0 + q0) * w.lddo + h * dh, w.lddo, qrows, dh, a.vec,
+                         nullptr);
+  for (int c = threadIdx.x; c < kBQ; c += blockDim.x) {
+    const std::int64_t i = row0 + q0 + c;
+    lse[c] = c < qrows ? w.lse_self[i * w.ldls + h] : 0.0f;
+    dd[c] = c < qrows ? w.dself[i * a.heads + h] : 0.0f;
+  }
+  __syncthreads();
+  const KeyTiles tiles = key_tiles(stat);
+
+  // Lanes 2r and 2r + 1 own query row r of the warp's 16.
+  const int r = lane / 2, half = lane % 2;
+  const int qrow = warp * 16 + r;
+  const int my_pre = pre[qrow], my_ext = ext[qrow];
+  const float my_lse = lse[qrow], my_d = dd[qrow];
+  WarpAcc<T, DHP> acc;
+  acc.zero();
+
+  for (int it = 0; it < tiles.n; ++it) {
+    const int k0 = tiles.tile(it) * kBK;
+    __syncthreads();  // every warp is done with the previous K, V and flags
+    mark_used_keys(k0, stat, ext, used);
+    const int krows = clampi(S - k0, 0, kBK);
+    load_tile<T, DHP, kBK>(ks, a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows, dh, a.vec, used);
+    load_tile<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec,
+                           nullptr);
+    __syncthreads();
+
+    warp_nt<T, DHP>(sw, L::kLds, qs + warp * 16 * L::kLdt, ks);  // S
+    __syncwarp();
+    unsigned vis = 0;  // P (fp32) waits in shared memory, not in registers
+    for (int k = 0; k < 32; ++k) {
+      const int c = 2 * k + half, kk = k0 + c;
+      const bool v = kk < my_pre || kk == my_ext;
+      pf[r * L::kLds + c] = v ? expf(sw[r * L::kLds + c] * a.scale - my_lse) : 0.0f;
+      vis |= (v ? 1u : 0u) << k;
+    }
+    __syncwarp();
+    warp_nt<T, DHP>(sw, L::kLds, dos + warp * 16 * L::kLdt, vs);  // dP / (1 − β)
+    __syncwarp();
+    for (int k = 0; k < 32; ++k) {
+      const int c = 2 * k + half;
+      const float ds = (vis >> k) & 1u
+                           ? pf[r * L::kLds + c] * ((1.0f - beta) * sw[r * L::kLds + c] - my_d)
+                           : 0.0f;
+      pw[r * L::kLdp + c] = from_float<T>(ds);
+    }
+    __syncwarp();
+    acc.mma(pw, L::kLdp, ks);
+  }
+
+  // Epilogue: dQ_w -> shared (over the K and V tiles); lane pair (2r, 2r + 1)
+  // adds row r's context term and writes the row and its coefficients.
+  __syncthreads();
+  float* stage = reinterpret_cast<float*>(smem + L::k) + warp * 16 * L::kLde;
+  acc.store(stage, L::kLde);
+  __syncwarp();
+  const int t = q0 + qrow;
+  const bool in_seq = t < S, valid = t < nq;
+  const std::int64_t i = row0 + t;
+  const int crow = valid ? context_row(a, i) : 0;
+  const T* qr = qs + qrow * L::kLdt;
+  const T* gr = dos + qrow * L::kLdt;
+
+  float d_ctx = 0.0f;  // dO · O_ctx
+  if (valid) {
+    const T* oc = w.o_ctx + i * w.ldoc + h * dh;
+    for (int d = half; d < dh; d += 2) d_ctx += to_float(gr[d]) * to_float(oc[d]);
+  }
+  d_ctx = pair_sum(d_ctx);
+  const float lse_c = valid ? w.lse_ctx[i * w.ldlc + h] : 0.0f;
+  float ck[kMaxCtx] = {}, cv[kMaxCtx] = {};
+  for (int c = 0; c < kMaxCtx; ++c) {
+    if (c >= a.n_ctx) break;
+    float score = 0.0f, dw = 0.0f;
+    if (valid) {
+      const T* kc = a.ctx_k[c] + std::int64_t(crow) * a.ld_ctx_k[c] + g * dh;
+      const T* vc = a.ctx_v[c] + std::int64_t(crow) * a.ld_ctx_v[c] + g * dh;
+      for (int d = half; d < dh; d += 2) {
+        score += to_float(qr[d]) * to_float(kc[d]);
+        dw += to_float(gr[d]) * to_float(vc[d]);
+      }
+    }
+    score = pair_sum(score);
+    dw = pair_sum(dw);
+    const float wc = valid ? expf(score * a.scale - lse_c) : 0.0f;
+    ck[c] = a.scale * beta * wc * (dw - d_ctx);
+    cv[c] = beta * wc;
+  }
+  if (in_seq) {
+    T* dq = w.dq + i * w.lddq + h * dh;
+    for (int d = half; d < dh; d += 2) {
+      float val = 0.0f;
+      if (valid) {
+        val = a.scale * stage[r * L::kLde + d];
+        for (int c = 0; c < kMaxCtx; ++c) {
+          if (c >= a.n_ctx) break;
+          val += ck[c] * to_float(a.ctx_k[c][std::int64_t(crow) * a.ld_ctx_k[c] + g * dh + d]);
+        }
+      }
+      dq[d] = from_float<T>(val);
+    }
+    if (half == 0) {
+      const std::int64_t at = (i * a.heads + h) * a.n_ctx;
+      for (int c = 0; c < kMaxCtx; ++c) {
+        if (c >= a.n_ctx) break;
+        w.coef_k[at + c] = ck[c];
+        w.coef_v[at + c] = cv[c];
+      }
+    }
+  }
+}
+
+template <class T, int DHP>
+void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
+  const auto stream = static_cast<cudaStream_t>(s);
+  const unsigned kt = unsigned((a.seq + kBK - 1) / kBK), qt = unsigned((a.seq + kBQ - 1) / kBQ);
+  {
+    using L = DkdvSmem<T, DHP>;
+    auto* kernel = attention_bwd_dkdv<T, DHP>;
+    allow_shared(kernel, L::bytes, "attention_bwd_dkdv");
+    WIOLA_LAUNCH(kernel, dim3(kt, unsigned(a.kv_heads), unsigned(a.batch)), dim3(kTileThreads),
+                 L::bytes, stream)(a, w);
+    WIOLA_CHECK_LAUNCH("attention_bwd_dkdv");
+  }
+  {
+    using L = DqSmem<T, DHP>;
+    auto* kernel = attention_bwd_dq<T, DHP>;
+    allow_shared(kernel, L::bytes, "attention_bwd_dq");
+    WIOLA_LAUNCH(kernel, dim3(qt, unsigned(a.heads), unsigned(a.batch)), dim3(kTileThreads), L::bytes,
+                 stream)(a, w);
+    WIOLA_CHECK_LAUNCH("attention_bwd_dq");
+  }
+}
+
+}  // namespace
+
+void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+                   std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
+                   const Tensor& phi, const AttentionIndex& index, const Tensor& o_self,
+                   const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
+                   const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                   std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
+                   const Tensor& dphi, const Allocate& alloc, Stream s) {
+  const std::int64_t n = std::int64_t(dims.batch) * dims.seq;
+  if (n == 0) {  // no query: the context gradients are zero, dphi gets nothing
+    for (std::size_t c = 0; c < dctx_k.size(); ++c) {
+      kernels::fill(dctx_k[c], 0.0, s);
+      kernels::fill(dctx_v[c], 0.0, s);
+    }
+    return;
+  }
+  const int n_ctx = static_cast<int>(ctx_k.size());
+  const int n_qtiles = (dims.seq + kBQ - 1) / kBQ;
+  const Tensor dself = alloc(DType::F32, n, dims.heads);
+  const Tensor dbeta_row = alloc(DType::F32, n, 1);
+  const Tensor coef_k = alloc(DType::F32, n * dims.heads, n_ctx);
+  const Tensor coef_v = alloc(DType::F32, n * dims.heads, n_ctx);
+  const Tensor qstats = alloc(DType::I32, std::int64_t(dims.batch) * n_qtiles, 3);
+  const auto stream = static_cast<cudaStream_t>(s);
+
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    Args<T> a = make_args<T>(dims, q, k, v, ctx_k, ctx_v, phi, index);
+    a.vec = a.vec && rows_aligned16(d_o, dims.head_dim);
+    const Bwd<T> w{static_cast<const T*>(d_o.data()),       d_o.ld(),
+                   static_cast<const T*>(o_self.data()),    o_self.ld(),
+                   static_cast<const T*>(o_ctx.data()),     o_ctx.ld(),
+                   static_cast<const float*>(lse_self.data()), lse_self.ld(),
+                   static_cast<const float*>(lse_ctx.data()),  lse_ctx.ld(),
+                   static_cast<T*>(dq.data()),              dq.ld(),
+                   static_cast<T*>(dk.data()),              dk.ld(),
+                   static_cast<T*>(dv.data()),              dv.ld(),
+                   static_cast<float*>(dself.data()),
+                   static_cast<float*>(dbeta_row.data()),
+                   static_cast<float*>(coef_k.data()),
+                   static_cast<float*>(coef_v.data()),
+                   static_cast<int*>(qstats.data())};
+    WIOLA_LAUNCH(attention_query_stats<T>, dim3(unsigned(n_qtiles), unsigned(dims.batch)),
+                 dim3(kBQ), 0, stream)(a, w.qstats);
+    WIOLA_CHECK_LAUNCH("attention_query_stats");
+    WIOLA_LAUNCH(attention_bwd_prep<T>, dim3(unsigned((n + kWarps - 1) / kWarps)),
+                 dim3(kTileThreads), 0, stream)(a, w);
+    WIOLA_CHECK_LAUNCH("attention_bwd_prep");
+    with_padded_head_dim(dims.head_dim,
+                         [&](auto dhp) { launch_tiles<T, decltype(dhp)::value>(a, w, s); });
+  };
+  if (q.dtype() == DType::BF16)
+    run(__nv_bfloat16{});
+  else
+    run(float{});
+
+  attention_context_grads(dims, q, d_o, ctx_k, phi, index, static_cast<const float*>(coef_k.data()),
+                          static_cast<const float*>(coef_v.data()),
+                          static_cast<const float*>(dbeta_row.data()), dctx_k, dctx_v, dphi,
+                          alloc, s);
+}
+
+}  // namespace wiola::cuda::kernels

@@ -1,0 +1,394 @@
+#pragma once
+// What the GCLA attention kernels share (attention_fwd.cu, attention_bwd.cu,
+// attention_ctx.cu): the arguments, the tiling constants, tile loads into
+// shared memory, the per-warp matrix products, and the per-query visibility
+// index.
+//
+// Tiling. A block of kTileThreads = 128 threads (4 warps) works on one tile of
+// kBQ = 64 query rows or kBK = 64 key rows of one head (or key/value group) of
+// one sequence. Each warp owns 16 of the block's rows. Tiles of Q, K, V, dO
+// are staged in shared memory as 64 x DHP arrays of the compute type, DHP =
+// dh rounded up to 16, 32, 64, 96 or 128 with zero columns past dh (so any
+// dh <= 128 works and contributes nothing through the padding), each row
+// padded by 8 elements against bank conflicts.
+//
+// Products. Every product a warp computes is one of two shapes:
+//   warp_nt:  C[16][64]  = A[16][DHP] · B[64][DHP]ᵀ   (scores: Q·Kᵀ, dO·Vᵀ, K·Qᵀ, V·dOᵀ)
+//   WarpAcc:  C[16][DHP] += A[16][64] · B[64][DHP]    (P·V, dS·K, Pᵀ·dO, dSᵀ·Q)
+// In bf16 they run on tensor cores (nvcuda::wmma 16x16x16, bf16 inputs, fp32
+// accumulation); in fp32 on the CUDA cores with plain fp32 arithmetic (the
+// fp32 mode exists for checking). Scores always land in shared memory as
+// fp32, where the softmax reads them by row with a layout the kernel chooses
+// (lane pair 2r, 2r+1 owns row r, columns 2k and 2k+1): nothing depends on
+// the hardware's unspecified layout of wmma fragments. Accumulators stay in
+// fragments (bf16) or registers (fp32) and go through shared memory when a
+// row-wise operation needs them.
+//
+// Visibility. Query row t of a sequence sees key rows [0, key_prefix[t]) and
+// key row key_extra[t] (-1: none); rows t >= n_queries are padding and see
+// nothing. A block skips every key tile that no query of its tile can see: it
+// visits tiles [0, ceil(max prefix / 64)) and the tiles between its smallest
+// and largest extra key. Index values come from the host-side plan builders
+// and are not validated on the device; the kernels clamp them so that a bad
+// value never reads outside a tensor.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+#include "backend/backend.hpp"
+#include "backend/cuda/kernels/common.cuh"
+#include "core/error.hpp"
+
+namespace wiola::cuda::kernels::attn {
+
+constexpr int kBQ = 64;                 // query rows per tile
+constexpr int kBK = 64;                 // key rows per tile
+constexpr int kWarps = 4;
+constexpr int kTileThreads = kWarps * 32;  // threads per block of the tile kernels
+constexpr int kMaxCtx = 8;              // context summaries (Λ <= 8)
+constexpr int kMaxHeadDim = 128;
+constexpr int kIntMax = 0x7fffffff;
+constexpr unsigned kFull = 0xffffffffu;
+
+static_assert(kBQ == kWarps * 16 && kBK == 64, "a warp owns 16 rows; scores are 16 x 64");
+
+// Everything both passes read. Row strides (ld) are in elements; index arrays
+// are contiguous I32.
+template <class T>
+struct Args {
+  int batch, seq, heads, kv_heads, head_dim, n_ctx;
+  float scale;  // 1/sqrt(dh)
+  bool vec;     // q, k, v (and d_o) rows of every head start on 16-byte boundaries
+  const T* q;
+  std::int64_t ldq;
+  const T* k;
+  std::int64_t ldk;
+  const T* v;
+  std::int64_t ldv;
+  const T* ctx_k[kMaxCtx];
+  std::int64_t ld_ctx_k[kMaxCtx];
+  const T* ctx_v[kMaxCtx];
+  std::int64_t ld_ctx_v[kMaxCtx];
+  int ctx_rows;  // rows every context tensor has (the smallest count)
+  const T* phi;  // [1, 1], β = σ(φ)
+  const std::int32_t* n_queries;
+  const std::int32_t* key_prefix;
+  const std::int32_t* key_extra;
+  const std::int32_t* ctx_row;
+};
+
+// Padded head dimension: 16, 32, 64, 96 or 128.
+inline int padded_head_dim(int dh) {
+  return dh <= 16 ? 16 : dh <= 32 ? 32 : dh <= 64 ? 64 : dh <= 96 ? 96 : 128;
+}
+
+// Calls f(std::integral_constant<int, DHP>) for dh's padded head dimension.
+template <class F>
+void with_padded_head_dim(int dh, F&& f) {
+  switch (padded_head_dim(dh)) {
+    case 16: f(std::integral_constant<int, 16>{}); break;
+    case 32: f(std::integral_constant<int, 32>{}); break;
+    case 64: f(std::integral_constant<int, 64>{}); break;
+    case 96: f(std::integral_constant<int, 96>{}); break;
+    default: f(std::integral_constant<int, 128>{}); break;
+  }
+}
+
+constexpr std::size_t align128(std::size_t x) { return (x + 127) / 128 * 128; }
+
+// Host: raises a kernel's dynamic shared memory limit above the default 48 KiB.
+template <class Kernel>
+void allow_shared(Kernel* kernel, std::size_t bytes, const char* name) {
+  const cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  require(e == cudaSuccess, name, ": cannot use ", bytes, " bytes of shared memory per block: ",
+          cudaGetErrorString(e));
+}
+
+// Host: whether every row of every head of `t` starts on a 16-byte boundary.
+inline bool rows_aligned16(const Tensor& t, int head_dim) {
+  const std::size_t es = dtype_size(t.dtype());
+  return reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0 &&
+         (static_cast<std::size_t>(t.ld()) * es) % 16 == 0 &&
+         (static_cast<std::size_t>(head_dim) * es) % 16 == 0;
+}
+
+template <class T>
+Args<T> make_args(const AttentionDims& d, const Tensor& q, const Tensor& k, const Tensor& v,
+                  std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
+                  const Tensor& phi, const AttentionIndex& index) {
+  Args<T> a{};
+  a.batch = d.batch;
+  a.seq = d.seq;
+  a.heads = d.heads;
+  a.kv_heads = d.kv_heads;
+  a.head_dim = d.head_dim;
+  a.n_ctx = static_cast<int>(ctx_k.size());
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.head_dim)));
+  a.vec = rows_aligned16(q, d.head_dim) && rows_aligned16(k, d.head_dim) &&
+          rows_aligned16(v, d.head_dim);
+  a.q = static_cast<const T*>(q.data());
+  a.ldq = q.ld();
+  a.k = static_cast<const T*>(k.data());
+  a.ldk = k.ld();
+  a.v = static_cast<const T*>(v.data());
+  a.ldv = v.ld();
+  std::int64_t rows = INT32_MAX;
+  for (std::size_t c = 0; c < ctx_k.size(); ++c) {
+    a.ctx_k[c] = static_cast<const T*>(ctx_k[c].data());
+    a.ld_ctx_k[c] = ctx_k[c].ld();
+    a.ctx_v[c] = static_cast<const T*>(ctx_v[c].data());
+    a.ld_ctx_v[c] = ctx_v[c].ld();
+    rows = std::min(rows, ctx_k[c].rows());
+  }
+  a.ctx_rows = static_cast<int>(rows);
+  a.phi = static_cast<const T*>(phi.data());
+  a.n_queries = static_cast<const std::int32_t*>(index.n_queries.data());
+  a.key_prefix = static_cast<const std::int32_t*>(index.key_prefix.data());
+  a.key_extra = static_cast<const std::int32_t*>(index.key_extra.data());
+  a.ctx_row = static_cast<const std::int32_t*>(index.ctx_row.data());
+  return a;
+}
+
+// ---- device helpers ------------------------------------------------------------
+
+__device__ __forceinline__ int clampi(int x, int lo, int hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+
+__device__ __forceinline__ float sigmoidf(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+
+template <class T>
+__device__ __forceinline__ int valid_queries(const Args<T>& a, int b) {
+  return clampi(a.n_queries[b], 0, a.seq);
+}
+
+// The context row query row i reads (clamped into the context tensors).
+template <class T>
+__device__ __forceinline__ int context_row(const Args<T>& a, std::int64_t i) {
+  return clampi(a.ctx_row[i], 0, a.ctx_rows - 1);
+}
+
+// Copies rows [0, rows) of a ROWS x dh block of global memory (first element
+// `src`, row stride `ld`) into a ROWS x DHP shared tile of row stride
+// DHP + 8; everything else of the tile (rows past `rows`, rows with
+// keep[r] == 0 when `keep` is given, columns past dh) becomes zero. `vec`:
+// rows start on 16-byte boundaries and dh is a multiple of 16 bytes, so whole
+// 16-byte chunks are copied. Every thread of the block takes part.
+template <class T, int DHP, int ROWS>
+__device__ void load_tile(T* dst, const T* src, std::int64_t ld, int rows, int dh, bool vec,
+                          const unsigned char* keep) {
+  constexpr int kLd = DHP + 8;
+  constexpr int kPer = 16 / int(sizeof(T));  // elements per 16-byte chunk
+  constexpr int kChunks = DHP / kPer;
+  for (int idx = threadIdx.x; idx < ROWS * kChunks; idx += blockDim.x) {
+    const int r = idx / kChunks, c0 = (idx % kChunks) * kPer;
+    const bool row_ok = r < rows && (keep == nullptr || keep[r] != 0);
+    T* d = dst + r * kLd + c0;
+    if (vec) {
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (row_ok && c0 < dh) val = *reinterpret_cast<const uint4*>(src + r * ld + c0);
+      *reinterpret_cast<uint4*>(d) = val;
+    } else {
+      for (int e = 0; e < kPer; ++e)
+        d[e] = (row_ok && c0 + e < dh) ? src[r * ld + c0 + e] : from_float<T>(0.0f);
+    }
+  }
+}
+
+// Loads the visibility index of query rows [q0, q0 + kBQ) of sequence b into
+// shared pre[kBQ], ext[kBQ]: prefix 0 and extra -1 for padding rows, extra -1
+// when it lies inside the prefix (it is seen once either way) or outside the
+// sequence. stat[0] = largest prefix, stat[1] / stat[2] = smallest / largest
+// extra key (kIntMax / -1 when none). Every thread of the block takes part;
+// ends with __syncthreads.
+template <class T>
+__device__ void load_query_index(const Args<T>& a, int b, int q0, int* pre, int* ext, int* stat) {
+  if (threadIdx.x == 0) {
+    stat[0] = 0;
+    stat[1] = kIntMax;
+    stat[2] = -1;
+  }
+  __syncthreads();
+  const int nq = valid_queries(a, b);
+  for (int r = threadIdx.x; r < kBQ; r += blockDim.x) {
+    const int t = q0 + r;
+    int p = 0, e = -1;
+    if (t < nq) {
+      const std::int64_t i = std::int64_t(b) * a.seq + t;
+      p = clampi(a.key_prefix[i], 0, a.seq);
+      e = a.key_extra[i];
+      if (e < p || e >= a.seq) e = -1;
+    }
+    pre[r] = p;
+    ext[r] = e;
+    if (p > 0) atomicMax(&stat[0], p);
+    if (e >= 0) {
+      atomicMin(&stat[1], e);
+      atomicMax(&stat[2], e);
+    }
+  }
+  __syncthreads();
+}
+
+// The key tiles a query tile with statistics `stat` visits, in order.
+struct KeyTiles {
+  int n_prefix = 0, extra_lo = 0, n = 0;
+  __device__ int tile(int it) const { return it < n_prefix ? it : extra_lo + (it - n_prefix); }
+};
+__device__ __forceinline__ KeyTiles key_tiles(const int* stat) {
+  KeyTiles k;
+  k.n_prefix = (stat[0] + kBK - 1) / kBK;
+  k.n = k.n_prefix;
+  if (stat[2] >= 0) {
+    k.extra_lo = stat[1] / kBK > k.n_prefix ? stat[1] / kBK : k.n_prefix;
+    const int hi = stat[2] / kBK;
+    if (hi >= k.extra_lo) k.n += hi - k.extra_lo + 1;
+  }
+  return k;
+}
+// Whether a query tile with statistics `stat` visits key tile kb.
+__device__ __forceinline__ bool visits(const int* stat, int kb) {
+  return stat[0] > kb * kBK || (stat[2] >= 0 && stat[1] < (kb + 1) * kBK && stat[2] >= kb * kBK);
+}
+
+// used[j] = 1 when some query of the tile sees key k0 + j. Keys nobody sees
+// are loaded as zero where a product would multiply them by a zero weight
+// (0 · Inf would poison the sum). Ends with __syncthreads.
+__device__ __forceinline__ void mark_used_keys(int k0, const int* stat, const int* ext,
+                                               unsigned char* used) {
+  for (int j = threadIdx.x; j < kBK; j += blockDim.x) used[j] = k0 + j < stat[0] ? 1 : 0;
+  __syncthreads();
+  for (int r = threadIdx.x; r < kBQ; r += blockDim.x) {
+    const int e = ext[r];
+    if (e >= k0 && e < k0 + kBK) used[e - k0] = 1;
+  }
+  __syncthreads();
+}
+
+// Sum over the lane pair (2r, 2r + 1) that owns a row.
+__device__ __forceinline__ float pair_sum(float v) { return v + __shfl_xor_sync(kFull, v, 1); }
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(kFull, v, m);
+  return v;
+}
+
+// ---- per-warp products -----------------------------------------------------------
+
+template <class T>
+inline constexpr bool kTensorCores = std::is_same_v<T, __nv_bfloat16>;
+
+// C[16][64] (fp32, row stride ldc) = A[16][DHP] · B[64][DHP]ᵀ; A and B are
+// shared tiles of row stride DHP + 8. Warp-collective.
+template <class T, int DHP>
+__device__ void warp_nt(float* C, int ldc, const T* A, const T* B) {
+  constexpr int kLd = DHP + 8;
+  if constexpr (kTensorCores<T>) {
+    using namespace nvcuda;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c[4];
+    for (int j = 0; j < 4; ++j) wmma::fill_fragment(c[j], 0.0f);
+    for (int ks = 0; ks < DHP / 16; ++ks) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+      wmma::load_matrix_sync(fa, A + ks * 16, kLd);
+      for (int j = 0; j < 4; ++j) {
+        // B[n][k] row-major is Bᵀ column-major.
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+        wmma::load_matrix_sync(fb, B + j * 16 * kLd + ks * 16, kLd);
+        wmma::mma_sync(c[j], fa, fb, c[j]);
+      }
+    }
+    for (int j = 0; j < 4; ++j) wmma::store_matrix_sync(C + j * 16, c[j], ldc, wmma::mem_row_major);
+  } else {
+    const int lane = threadIdx.x % 32;
+    for (int m = 0; m < 32; ++m) {
+      const int r = m / 2, col = lane + 32 * (m % 2);
+      const T* a = A + r * kLd;
+      const T* b = B + col * kLd;
+      float acc = 0.0f;
+      for (int k = 0; k < DHP; ++k) acc += to_float(a[k]) * to_float(b[k]);
+      C[r * ldc + col] = acc;
+    }
+  }
+}
+
+// A warp's 16 x DHP fp32 accumulator: acc += A[16][64] · B[64][DHP], with A a
+// shared array of row stride lda and B a shared tile of row stride DHP + 8.
+template <class T, int DHP, bool TC = kTensorCores<T>>
+struct WarpAcc;
+
+template <class T, int DHP>
+struct WarpAcc<T, DHP, true> {
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f[DHP / 16];
+
+  __device__ void zero() {
+    for (int j = 0; j < DHP / 16; ++j) nvcuda::wmma::fill_fragment(f[j], 0.0f);
+  }
+  __device__ void mma(const T* A, int lda, const T* B) {
+    using namespace nvcuda;
+    constexpr int kLd = DHP + 8;
+    for (int ks = 0; ks < 4; ++ks) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+      wmma::load_matrix_sync(fa, A + ks * 16, lda);
+      for (int j = 0; j < DHP / 16; ++j) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
+        wmma::load_matrix_sync(fb, B + ks * 16 * kLd + j * 16, kLd);
+        wmma::mma_sync(f[j], fa, fb, f[j]);
+      }
+    }
+  }
+  // To shared fp32 [16][DHP] of row stride ld (a multiple of 4).
+  __device__ void store(float* C, int ld) const {
+    for (int j = 0; j < DHP / 16; ++j)
+      nvcuda::wmma::store_matrix_sync(C + j * 16, f[j], ld, nvcuda::wmma::mem_row_major);
+  }
+  // Row r *= alpha[r] (shared), through `scratch` (shared fp32 [16][ld]).
+  __device__ void scale_rows(const float* alpha, float* scratch, int ld) {
+    store(scratch, ld);
+    __syncwarp();
+    for (int e = threadIdx.x % 32; e < 16 * DHP; e += 32)
+      scratch[(e / DHP) * ld + e % DHP] *= alpha[e / DHP];
+    __syncwarp();
+    for (int j = 0; j < DHP / 16; ++j)
+      nvcuda::wmma::load_matrix_sync(f[j], scratch + j * 16, ld, nvcuda::wmma::mem_row_major);
+  }
+};
+
+// fp32: lane l holds elements e = l + 32m (row e / DHP, column e % DHP).
+template <class T, int DHP>
+struct WarpAcc<T, DHP, false> {
+  static constexpr int kPer = 16 * DHP / 32;
+  float x[kPer];
+
+  __device__ void zero() {
+    for (int m = 0; m < kPer; ++m) x[m] = 0.0f;
+  }
+  __device__ void mma(const T* A, int lda, const T* B) {
+    constexpr int kLd = DHP + 8;
+    const int lane = threadIdx.x % 32;
+    for (int m = 0; m < kPer; ++m) {
+      const int e = lane + 32 * m, r = e / DHP, col = e % DHP;
+      float acc = x[m];
+      for (int k = 0; k < 64; ++k) acc += to_float(A[r * lda + k]) * to_float(B[k * kLd + col]);
+      x[m] = acc;
+    }
+  }
+  __device__ void store(float* C, int ld) const {
+    const int lane = threadIdx.x % 32;
+    for (int m = 0; m < kPer; ++m) {
+      const int e = lane + 32 * m;
+      C[(e / DHP) * ld + e % DHP] = x[m];
+    }
+  }
+  __device__ void scale_rows(const float* alpha, float*, int) {
+    const int lane = threadIdx.x % 32;
+    for (int m = 0; m < kPer; ++m) x[m] *= alpha[(lane + 32 * m) / DHP];
+  }
+};
+
+}  // namespace wiola::cuda::kernels::attn
