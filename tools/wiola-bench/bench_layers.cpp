@@ -4,12 +4,13 @@
 //
 //   wiola-bench layers [--preset wiola-1.5b] [--layers 4] [--seq-len 2048]
 //                      [--micro-batch 2] [--device auto|cpu|cuda] [--dtype auto]
-//                      [--steps 10] [--warmup 3] [--peak-tflops N]
+//                      [--steps 10] [--warmup 3] [--peak-tflops N] [--split-steps 1]
 //
 // Prints tokens/s, model FLOP/s (the FLOP formula of docs/models.md for the
 // cut model), MFU against the device's dense peak (a datasheet figure for
 // known GPUs, else a measured GEMM, named in the output), peak memory, and a
-// table of the time per op family from a second, synchronised pass.
+// table of the time per op family, forward, backward and optimizer, from a
+// second, synchronised pass (time_split.hpp).
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -18,7 +19,7 @@
 #include <sstream>
 #include <string>
 
-#include "backend/timed_backend.hpp"
+#include "time_split.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/flops.hpp"
@@ -35,7 +36,7 @@ namespace {
 
 struct Options {
   std::string preset = "wiola-1.5b", device = "auto", dtype = "auto", peak;
-  int layers = 4, seq_len = 2048, micro_batch = 2, steps = 10, warmup = 3;
+  int layers = 4, seq_len = 2048, micro_batch = 2, steps = 10, warmup = 3, split_steps = 1;
 };
 
 // The dense peak of a device by its name (datasheet figures, no sparsity).
@@ -81,7 +82,8 @@ int bench_layers(int argc, const char* const* argv) {
       ("dtype", po::value(&o.dtype)->default_value(o.dtype), "auto | bf16 | fp32 | fp64")
       ("steps", po::value(&o.steps)->default_value(o.steps), "measured steps")
       ("warmup", po::value(&o.warmup)->default_value(o.warmup), "steps before measuring")
-      ("peak-tflops", po::value(&o.peak), "the peak MFU is measured against: TFLOP/s or h100 | h200 | a100");
+      ("peak-tflops", po::value(&o.peak), "the peak MFU is measured against: TFLOP/s or h100 | h200 | a100")
+      ("split-steps", po::value(&o.split_steps)->default_value(o.split_steps), "steps of the timed pass (0: none)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, d), vm);
   if (vm.count("help")) {
@@ -102,7 +104,7 @@ int bench_layers(int argc, const char* const* argv) {
   const bool explicit_dtype = o.dtype != "auto";
   ChosenBackend chosen =
       choose_backend(device, explicit_dtype ? parse_dtype(o.dtype) : DType::F32, explicit_dtype);
-  TimedBackend be(*chosen.backend);
+  Backend& be = *chosen.backend;
   StageModel model(be, c, StageSpec::whole(c), chosen.dtype);
   model.params().init(1);
   const ParamLayout& layout = model.params().layout();
@@ -151,29 +153,7 @@ int bench_layers(int argc, const char* const* argv) {
               peak.flops / 1e12, peak.source.c_str());
   std::printf("  peak memory %.2f GiB\n", double(be.memory().peak) / double(1ull << 30));
 
-  // The time split: one more step with every op synchronised and timed.
-  be.set_timing(true);
-  step();
-  be.set_timing(false);
-  std::map<std::string, double> by_family;
-  double total = 0;
-  for (const auto& e : be.table()) {
-    by_family[e.family] += e.seconds;
-    total += e.seconds;
-  }
-  std::vector<std::pair<double, std::string>> rows;
-  for (const auto& [family, s] : by_family) rows.push_back({s, family});
-  std::sort(rows.rbegin(), rows.rend());
-  std::printf("  time per op family (one synchronised step, %.2f ms):\n", 1e3 * total);
-  for (const auto& [s, family] : rows)
-    std::printf("    %-24s %9.3f ms  %5.1f%%\n", family.c_str(), 1e3 * s, 100.0 * s / total);
-  std::printf("  the largest ops:\n");
-  int shown = 0;
-  for (const auto& e : be.table()) {
-    if (++shown > 8) break;
-    std::printf("    %-24s %9.3f ms  %5.1f%%  (%ld calls)\n", e.op.c_str(), 1e3 * e.seconds,
-                100.0 * e.seconds / total, e.calls);
-  }
+  if (o.split_steps > 0) print_time_split(*chosen.backend, chosen.dtype, c, o.micro_batch, o.split_steps);
   return 0;
 }
 

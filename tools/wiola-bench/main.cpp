@@ -1,12 +1,21 @@
-// wiola-bench: throughput figures for the README and the issue notes.
+// wiola-bench: throughput figures for the README, docs/performance.md and the
+// issue notes.
 //
 //   wiola-bench layers [--preset wiola-1.5b] [--layers 4] [--device cuda] ...
 //     A model cut to a few full-width layers on one device: tokens/s, MFU,
 //     peak memory and the time per op family (bench_layers.cpp).
 //
 //   wiola-bench model [--preset wiola-small] [--micro-batch 8] [--steps 12] [--threads N]
-//     One process: training tokens/s and achieved GFLOP/s (the project's FLOP
-//     formula) beside a plain BLAS sgemm measured in the same run, and their ratio.
+//                     [--split-steps 2] [--d 256 --layers 4 --atm off ...]
+//     One process on the CPU: training tokens/s and achieved GFLOP/s (the
+//     project's FLOP formula) beside a plain BLAS sgemm measured in the same
+//     run, and their ratio; then the time per op family of a training step,
+//     forward, backward and optimizer (time_split.hpp). Every model field of
+//     wiola-train (--d, --layers, --heads, --atm, --vocab, ...) overrides the preset.
+//
+//   wiola-bench losses <wiola-train options>   (under mpirun for several ranks)
+//     Trains as wiola-train would and prints every step's loss with 9
+//     significant digits, to compare two builds (docs/performance.md).
 //
 // Pipeline throughput and bubbles per layout: wiola-profile --sweep.
 #include <boost/program_options.hpp>
@@ -18,9 +27,14 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/model_options.hpp"
 #include "core/text.hpp"
+#include "io/data_config.hpp"
+#include "io/token_dataset.hpp"
 #include "model/flops.hpp"
 #include "profile/peak.hpp"
+#include "time_split.hpp"
+#include "train/options.hpp"
 #include "train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -34,9 +48,9 @@ double gemm_gflops(int rows, int out, int in) {
   return profile::measure_linear_flops(*be, DType::F32, rows, out, in, 0.5) / 1e9;
 }
 
-TrainOptions base_options(const std::string& preset_name, int micro_batch, int steps) {
+TrainOptions base_options(const ModelConfig& model, int micro_batch, int steps) {
   TrainOptions o;
-  o.model = preset(preset_name);
+  o.model = model;
   o.train_files = {default_train_file()};
   o.micro_batch = micro_batch;
   o.steps = steps;
@@ -49,18 +63,41 @@ TrainOptions base_options(const std::string& preset_name, int micro_batch, int s
 int bench_model(int argc, const char* const* argv, comm::Communicator& world,
                 const std::string& host) {
   std::string preset_name = "wiola-small";
-  int micro_batch = 8, steps = 12, threads = 0;
+  int micro_batch = 8, steps = 12, threads = 0, split_steps = 2;
   po::options_description d("wiola-bench model");
-  d.add_options()("preset", po::value(&preset_name))("micro-batch", po::value(&micro_batch))(
-      "steps", po::value(&steps))("threads", po::value(&threads));
+  d.add_options()
+      ("help,h", "print this help")
+      ("preset", po::value(&preset_name)->default_value(preset_name), "model preset")
+      ("micro-batch", po::value(&micro_batch)->default_value(micro_batch), "sequences per step")
+      ("steps", po::value(&steps)->default_value(steps), "training steps (the first is not timed)")
+      ("threads", po::value(&threads)->default_value(threads),
+       "CPU threads for OpenMP and BLAS (0: the libraries' defaults)")
+      ("split-steps", po::value(&split_steps)->default_value(split_steps),
+       "steps of the timed pass per op family (0: none)");
+  po::options_description model_fields("model (override the preset)");
+  add_model_options(model_fields);
+  d.add(model_fields);
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, d), vm);
+  if (vm.count("help")) {
+    std::printf("%s\n", (std::ostringstream() << d).str().c_str());
+    return 0;
+  }
   po::notify(vm);
+  require(micro_batch >= 1 && steps >= 2 && split_steps >= 0,
+          "wiola-bench model: --micro-batch must be >= 1, --steps >= 2, --split-steps >= 0");
   set_cpu_threads(threads);
 
-  TrainOptions o = base_options(preset_name, micro_batch, steps);
+  ModelConfig model = preset(preset_name);
+  apply_model_options(vm, model);
+  TrainOptions o = base_options(model, micro_batch, steps);
+  o.vocab_explicit = vm.count("vocab") != 0;
   o.global_batch = micro_batch;
   o.threads = threads;
+  if (!o.vocab_explicit) {  // the trainer adopts the dataset's vocabulary: so does the split
+    const DataConfig data{o.train_files, {}, {}, 0.0, 0};
+    o.model.V = TokenDataset(train_spec(data), o.model.T).vocab_size();
+  }
   std::ostringstream log;
   const TrainSummary s = train(o, world, host, log);
   const ModelConfig& c = o.model;
@@ -70,6 +107,7 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
   const double gemm_square = gemm_gflops(1024, 1024, 1024);
   std::printf("preset %s, micro-batch %d x %d tokens, %d steps, %d threads\n", preset_name.c_str(),
               micro_batch, c.T, steps, cpu_threads());
+  std::printf("  model %s\n", c.describe().c_str());
   std::printf("  training          %10.0f tokens/s  %8.2f GFLOP/s (%.3g FLOP/token)\n",
               s.tokens_per_second, model_gflops, training_flops_per_token(c));
   std::printf("  sgemm %5dx%5dx%5d        %8.2f GFLOP/s  (the model's largest GEMM shape)\n",
@@ -77,6 +115,24 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
   std::printf("  sgemm  1024x 1024x 1024        %8.2f GFLOP/s\n", gemm_square);
   std::printf("  ratio training / sgemm(model shape) = %.3f, / sgemm(1024^3) = %.3f\n",
               model_gflops / gemm_model, model_gflops / gemm_square);
+  if (split_steps > 0 && world.rank() == 0) {
+    const std::unique_ptr<Backend> be = make_cpu_backend();
+    bench::print_time_split(*be, DType::F32, c, micro_batch, split_steps);
+  }
+  return 0;
+}
+
+// Every step's training loss at full precision (rank 0 prints).
+int bench_losses(int argc, const char* const* argv, comm::MpiCommunicator& world,
+                 const std::string& host) {
+  std::ostringstream quiet;
+  const std::optional<TrainOptions> o = parse_train_options(argc, argv, quiet);
+  if (!o) return 0;
+  world.set_timeout(o->comm_timeout);
+  const TrainSummary s = train(*o, world, host, quiet);
+  if (world.rank() == 0)
+    for (std::size_t i = 0; i < s.losses.size(); ++i)
+      std::printf("step %lld loss %.9g\n", static_cast<long long>(s.first_step + i), s.losses[i]);
   return 0;
 }
 
@@ -93,7 +149,8 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "model") return bench_model(argc - 1, argv + 1, mpi.world(), mpi.host());
     if (mode == "layers") return bench::bench_layers(argc - 1, argv + 1);
-    std::cerr << "usage: wiola-bench model|layers [options] (see the comment in "
+    if (mode == "losses") return bench_losses(argc - 1, argv + 1, mpi.world(), mpi.host());
+    std::cerr << "usage: wiola-bench model|layers|losses [options] (see the comment in "
                  "tools/wiola-bench/main.cpp; --help after the mode lists them)\n";
     return 2;
   } catch (const std::exception& e) {
