@@ -33,6 +33,8 @@ DType check_inputs(std::string_view op, const AttentionDims& d, const Tensor& q,
   require(!ctx_k.empty(), op, ": needs at least one context summary (ctx_k is empty)");
   require(ctx_v.size() == ctx_k.size(), op, ": ", ctx_k.size(), " ctx_k tensors but ",
           ctx_v.size(), " ctx_v tensors");
+  require(ctx_k.size() <= ops::kMaxAttentionContexts, op, ": ", ctx_k.size(),
+          " context summaries, more than the ", ops::kMaxAttentionContexts, " the kernel holds");
   std::int64_t ctx_rows = INT64_MAX;
   for (std::size_t c = 0; c < ctx_k.size(); ++c) {
     const std::string ck = "ctx_k[" + std::to_string(c) + "]";
