@@ -1,6 +1,11 @@
 #pragma once
 // Matrix products through OpenBLAS (row-major cblas), and the three products
 // of a linear layer y = x·Wᵀ. Only gemm.cpp sees <cblas.h>.
+//
+// Threads: a product larger than 64³ multiply-adds is cut into about eight
+// pieces of C along its longer side, each one single-threaded BLAS call over
+// the whole of K, run by the OpenMP threads (gemm.cpp). The pieces depend on
+// the shape alone, so results are the same bits for any thread count.
 #include <cstdint>
 
 namespace wiola::ops {
@@ -13,6 +18,12 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
           const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
           double* c, std::int64_t ldc);
+
+// The same product as one plain OpenBLAS call with OpenBLAS's own threading
+// (benchmarks compare against it).
+void gemm_blas(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+               float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+               float beta, float* c, std::int64_t ldc);
 
 // y [n, out] (=, or += when accumulate) x [n, in] · w[out, in]ᵀ
 template <class T>
