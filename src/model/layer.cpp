@@ -1,5 +1,7 @@
 #include "model/layer.hpp"
 
+#include <initializer_list>
+
 #include "core/error.hpp"
 #include "core/param_names.hpp"
 
@@ -38,6 +40,24 @@ LayerWeights views(const ParamStore& store, int layer, bool grads) {
   w.b_up = get(role::kBUp);
   w.b_down = get(role::kBDown);
   w.fuse = get(role::kFuse);
+  // [first; ...; last] as one [rows, in] matrix: neighbours in the flat buffer.
+  auto stacked = [&](std::initializer_list<const char*> roles) {
+    const ParamLayout& layout = store.layout();
+    const ParamSpec& first = layout.find(param_names::layer_param(layer, *roles.begin()));
+    std::int64_t rows = 0;
+    for (const char* r : roles) {
+      const ParamSpec& p = layout.find(param_names::layer_param(layer, r));
+      require(p.offset == first.offset + rows * first.cols && p.cols == first.cols,
+              "layer ", layer, ": ", p.name, " does not follow its neighbour in the parameter "
+              "buffer (the canonical order changed?)");
+      rows += p.rows;
+    }
+    const Tensor& flat = grads ? store.grads() : store.params();
+    return flat.range(first.offset, rows * first.cols).reshape(rows, first.cols);
+  };
+  w.wkv = stacked({role::kKProj, role::kVProj});
+  w.wckv = stacked({role::kCtxKProj, role::kCtxVProj});
+  w.a_gate_up = stacked({role::kAGate, role::kAUp});
   return w;
 }
 
@@ -148,24 +168,31 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   const std::int64_t hd = std::int64_t(c_.H) * dh, kvd = std::int64_t(c_.Hkv) * dh;
   require(!ctx.empty(), "layer ", index_, ": GCLA needs at least one context summary");
 
+  // Products that share an input run as one GEMM where their weights are
+  // neighbours in the parameter buffer: K and V, each summary's context K and
+  // V. Q and the gate logits are not neighbours (packing [wq; wgate] into one
+  // matrix every step measured no faster than two products). Every mode
+  // runs the same products (query side on xq, key/value side on xkv), so
+  // causal ATM with nothing merged stays plain GCLA bit for bit.
   s.q = alloc(N, hd);
   be_.linear_fwd(xq, w_.wq, s.q, false);
-  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, s.q);
-  s.k = alloc(N, kvd);
-  be_.linear_fwd(xkv, w_.wk, s.k, false);
-  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, s.k);
-  s.v = alloc(N, kvd);
-  be_.linear_fwd(xkv, w_.wv, s.v, false);
   s.glog = alloc(N, hd);
   be_.linear_fwd(xq, w_.wgate, s.glog, false);
+  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, s.q);
+  s.kv = alloc(N, 2 * kvd);
+  be_.linear_fwd(xkv, w_.wkv, s.kv, false);
+  s.k = s.kv.cols_slice(0, kvd);
+  s.v = s.kv.cols_slice(kvd, 2 * kvd);
+  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, s.k);
 
+  s.ckv.clear();
   s.ctx_k.clear();
   s.ctx_v.clear();
   for (const Tensor& summary : ctx) {
-    s.ctx_k.push_back(alloc(summary.rows(), kvd));
-    be_.linear_fwd(summary, w_.wck, s.ctx_k.back(), false);
-    s.ctx_v.push_back(alloc(summary.rows(), kvd));
-    be_.linear_fwd(summary, w_.wcv, s.ctx_v.back(), false);
+    s.ckv.push_back(alloc(summary.rows(), 2 * kvd));
+    be_.linear_fwd(summary, w_.wckv, s.ckv.back(), false);
+    s.ctx_k.push_back(s.ckv.back().cols_slice(0, kvd));
+    s.ctx_v.push_back(s.ckv.back().cols_slice(kvd, 2 * kvd));
   }
 
   const AttentionDims dims{batch, seq, c_.H, c_.Hkv, dh};
@@ -187,10 +214,10 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
 Tensor DecoderLayer::dsff_forward(const Tensor& xn2, LayerSaved& s) {
   const std::int64_t N = xn2.rows();
   const int d = c_.d;
-  s.ga = alloc(N, c_.dA);
-  be_.linear_fwd(xn2, w_.a_gate, s.ga, false);
-  s.ua = alloc(N, c_.dA);
-  be_.linear_fwd(xn2, w_.a_up, s.ua, false);
+  s.gu = alloc(N, 2 * c_.dA);  // G_A x and U_A x: one product over [a_gate; a_up]
+  be_.linear_fwd(xn2, w_.a_gate_up, s.gu, false);
+  s.ga = s.gu.cols_slice(0, c_.dA);
+  s.ua = s.gu.cols_slice(c_.dA, 2 * c_.dA);
   s.ha = alloc(N, c_.dA);
   be_.silu_mul_fwd(s.ga, s.ua, s.ha);
   s.ub = alloc(N, c_.dB);
@@ -272,11 +299,15 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   Tensor dglog = alloc(N, hd), d_o = alloc(N, hd);
   be_.sigmoid_mul_bwd(s.glog, s.o, dyv, dglog, d_o);
 
-  Tensor dq = alloc(N, hd), dk = alloc(N, kvd), dv = alloc(N, kvd);
-  std::vector<Tensor> dck, dcv;
+  // dK beside dV, each context dK beside its dV: the products of the
+  // forward's stacked weights, backwards.
+  Tensor dq = alloc(N, hd), dkv = alloc(N, 2 * kvd);
+  const Tensor dk = dkv.cols_slice(0, kvd), dv = dkv.cols_slice(kvd, 2 * kvd);
+  std::vector<Tensor> dckv, dck, dcv;
   for (const Tensor& ck : s.ctx_k) {
-    dck.push_back(alloc(ck.rows(), kvd));
-    dcv.push_back(alloc(ck.rows(), kvd));
+    dckv.push_back(alloc(ck.rows(), 2 * kvd));
+    dck.push_back(dckv.back().cols_slice(0, kvd));
+    dcv.push_back(dckv.back().cols_slice(kvd, 2 * kvd));
   }
   const AttentionDims dims{s.batch, s.seq, c_.H, c_.Hkv, dh};
   be_.attention_bwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o_self, s.o_ctx,
@@ -284,10 +315,8 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
 
   // Context projections: gradients into the summaries and their weights.
   for (std::size_t c = 0; c < ctx.size(); ++c) {
-    be_.linear_bwd_weight(dck[c], ctx[c], g_.wck);
-    be_.linear_bwd_weight(dcv[c], ctx[c], g_.wcv);
-    be_.linear_bwd_data(dck[c], w_.wck, dctx[c], true);
-    be_.linear_bwd_data(dcv[c], w_.wcv, dctx[c], true);
+    be_.linear_bwd_weight(dckv[c], ctx[c], g_.wckv);
+    be_.linear_bwd_data(dckv[c], w_.wckv, dctx[c], true);
   }
 
   be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, dq);
@@ -299,18 +328,15 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   be_.linear_bwd_data(dq, w_.wq, dxq, false);
   be_.linear_bwd_data(dglog, w_.wgate, dxq, true);
 
-  be_.linear_bwd_weight(dk, xkv, g_.wk);
-  be_.linear_bwd_weight(dv, xkv, g_.wv);
+  be_.linear_bwd_weight(dkv, xkv, g_.wkv);
   if (plan.kind == PlanKind::Paper) {
     // Keys and values came from the query rows: add straight into dxq.
-    be_.linear_bwd_data(dk, w_.wk, dxq, true);
-    be_.linear_bwd_data(dv, w_.wv, dxq, true);
+    be_.linear_bwd_data(dkv, w_.wkv, dxq, true);
   } else {
     // Plain: a separate sum added afterwards, so that causal ATM with nothing
     // merged (which adds dxkv through merge_rows_bwd) matches it bit for bit.
     dxkv = alloc(N, c_.d);
-    be_.linear_bwd_data(dk, w_.wk, dxkv, false);
-    be_.linear_bwd_data(dv, w_.wv, dxkv, true);
+    be_.linear_bwd_data(dkv, w_.wkv, dxkv, false);
     if (plan.kind == PlanKind::Plain) be_.axpy(1.0, dxkv, dxq);
   }
   return dxq;
@@ -335,16 +361,14 @@ Tensor DecoderLayer::dsff_backward(const Tensor& dout, LayerSaved& s) {
 
   Tensor dub = alloc(N, c_.dB);
   be_.gelu_bwd(s.ub, dhb, dub);
-  Tensor dga = alloc(N, c_.dA), dua = alloc(N, c_.dA);
-  be_.silu_mul_bwd(s.ga, s.ua, dha, dga, dua);
+  Tensor dgu = alloc(N, 2 * c_.dA);  // d(G_A x) beside d(U_A x)
+  be_.silu_mul_bwd(s.ga, s.ua, dha, dgu.cols_slice(0, c_.dA), dgu.cols_slice(c_.dA, 2 * c_.dA));
 
   Tensor dxn2 = alloc(N, d);
   be_.linear_bwd_data(dub, w_.b_up, dxn2, false);
   be_.linear_bwd_weight(dub, s.xn2, g_.b_up);
-  be_.linear_bwd_data(dga, w_.a_gate, dxn2, true);
-  be_.linear_bwd_weight(dga, s.xn2, g_.a_gate);
-  be_.linear_bwd_data(dua, w_.a_up, dxn2, true);
-  be_.linear_bwd_weight(dua, s.xn2, g_.a_up);
+  be_.linear_bwd_data(dgu, w_.a_gate_up, dxn2, true);
+  be_.linear_bwd_weight(dgu, s.xn2, g_.a_gate_up);
   return dxn2;
 }
 
