@@ -8,8 +8,8 @@
 //   wiola-bench model [--preset wiola-small] [--micro-batch 8] [--steps 12] [--threads N]
 //                     [--split-steps 2] [--d 256 --layers 4 --atm off ...]
 //     One process on the CPU: training tokens/s and achieved GFLOP/s (the
-//     project's FLOP formula) beside a plain BLAS sgemm measured in the same
-//     run, and their ratio; then the time per op family of a training step,
+//     project's FLOP formula) beside the backend's fp32 linear layer and a
+//     plain OpenBLAS sgemm call measured in the same run, and their ratios; then the time per op family of a training step,
 //     forward, backward and optimizer (time_split.hpp). Every model field of
 //     wiola-train (--d, --layers, --heads, --atm, --vocab, ...) overrides the preset.
 //
@@ -18,10 +18,13 @@
 //     significant digits, to compare two builds (docs/performance.md).
 //
 // Pipeline throughput and bubbles per layout: wiola-profile --sweep.
+#include <algorithm>
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "backend/select/device_backends.hpp"
 #include "backend/cpu_threads.hpp"
@@ -32,6 +35,7 @@
 #include "io/data_config.hpp"
 #include "io/token_dataset.hpp"
 #include "model/flops.hpp"
+#include "ops/gemm.hpp"
 #include "profile/peak.hpp"
 #include "time_split.hpp"
 #include "train/options.hpp"
@@ -46,6 +50,28 @@ namespace {
 double gemm_gflops(int rows, int out, int in) {
   const std::unique_ptr<Backend> be = make_cpu_backend();
   return profile::measure_linear_flops(*be, DType::F32, rows, out, in, 0.5) / 1e9;
+}
+
+// GFLOP/s of the same product as one plain OpenBLAS sgemm call with
+// OpenBLAS's own threading: the rate the targets are measured against.
+double blas_sgemm_gflops(int rows, int out, int in) {
+  const std::vector<float> x(std::size_t(rows) * in, 0.5f), w(std::size_t(out) * in, 0.25f);
+  std::vector<float> y(std::size_t(rows) * out);
+  auto product = [&] {
+    ops::gemm_blas(false, true, rows, out, in, 1.0f, x.data(), in, w.data(), in, 0.0f, y.data(),
+                   out);
+  };
+  using Clock = std::chrono::steady_clock;
+  product();  // warm-up: thread pool start, page faults
+  double best = 1e300, elapsed = 0;
+  for (int reps = 0; elapsed < 0.5 || reps < 3; ++reps) {
+    const auto t0 = Clock::now();
+    product();
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::min(best, dt);
+    elapsed += dt;
+  }
+  return 2.0 * double(rows) * double(out) * double(in) / best / 1e9;
 }
 
 TrainOptions base_options(const ModelConfig& model, int micro_batch, int steps) {
@@ -105,6 +131,8 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
   const int rows = micro_batch * c.T;
   const double gemm_model = gemm_gflops(rows, c.dB, c.d);  // the model's largest GEMM shape
   const double gemm_square = gemm_gflops(1024, 1024, 1024);
+  const double blas_model = blas_sgemm_gflops(rows, c.dB, c.d);
+  const double blas_square = blas_sgemm_gflops(1024, 1024, 1024);
   std::printf("preset %s, micro-batch %d x %d tokens, %d steps, %d threads\n", preset_name.c_str(),
               micro_batch, c.T, steps, cpu_threads());
   std::printf("  model %s\n", c.describe().c_str());
@@ -113,8 +141,14 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
   std::printf("  sgemm %5dx%5dx%5d        %8.2f GFLOP/s  (the model's largest GEMM shape)\n",
               rows, c.dB, c.d, gemm_model);
   std::printf("  sgemm  1024x 1024x 1024        %8.2f GFLOP/s\n", gemm_square);
+  std::printf("  OpenBLAS sgemm %5dx%5dx%5d %8.2f GFLOP/s  (one plain cblas_sgemm call)\n", rows,
+              c.dB, c.d, blas_model);
+  std::printf("  OpenBLAS sgemm  1024x 1024x 1024 %8.2f GFLOP/s\n", blas_square);
   std::printf("  ratio training / sgemm(model shape) = %.3f, / sgemm(1024^3) = %.3f\n",
               model_gflops / gemm_model, model_gflops / gemm_square);
+  std::printf("  ratio training / OpenBLAS sgemm(model shape) = %.3f, / OpenBLAS sgemm(1024^3) = "
+              "%.3f\n",
+              model_gflops / blas_model, model_gflops / blas_square);
   if (split_steps > 0 && world.rank() == 0) {
     const std::unique_ptr<Backend> be = make_cpu_backend();
     bench::print_time_split(*be, DType::F32, c, micro_batch, split_steps);
