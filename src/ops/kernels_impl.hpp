@@ -547,6 +547,17 @@ T dot(const T* a, const T* b, std::int64_t n) {
   return hsum(acc);
 }
 
+// Σ_d a[d]·b[d] one element after another in ascending d: the order in which
+// scores() sums each dP = dO·Vᵀ. D = dO·O_self is summed this way, so that
+// where O_self is exactly one value row (one visible key), dP − D is exactly
+// 0 and so are dS and that key's dK, as the softmax says.
+template <class T>
+T dot_ascending(const T* a, const T* b, std::int64_t n) {
+  T acc = T(0);
+  for (std::int64_t d = 0; d < n; ++d) acc += a[d] * b[d];
+  return acc;
+}
+
 // Row i of the query-side inputs, padded to dhp with zeros: dst = scale·src.
 template <class T>
 void pack_row(const T* src, std::int64_t dh, int dhp, T scale, T* dst) {
@@ -808,7 +819,7 @@ void attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
                 dbeta += static_cast<double>(d_o[d]) *
                          (static_cast<double>(oc[d]) - static_cast<double>(os[d]));
               pack_row(d_o, dh, dhp, T(1) - beta, dOp + r * dhp);
-              Dr[r] = dot(dOp + r * dhp, os, dh);
+              Dr[r] = dot_ascending(dOp + r * dhp, os, dh);
               lse[r] = sv.lse_self[i * sv.ldls + h];
               for (int d = 0; d < dhp; ++d) dQ[r * dhp + d] = T(0);
             }
@@ -843,7 +854,7 @@ void attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
                 const std::int64_t e = keys[r].extra;
                 const T s = dot(qr, kbase + e * a.ldk, dh);
                 const T p = exp1(s - lse[r]);
-                const T ds = p * (dot(dor, vbase + e * a.ldv, dh) - Dr[r]);
+                const T ds = p * (dot_ascending(dor, vbase + e * a.ldv, dh) - Dr[r]);
                 T* dvr = dV + e * dhp;
                 T* dkr = dK + e * dhp;
                 const T* kr = Kr + e * dhp;
