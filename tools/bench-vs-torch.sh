@@ -12,7 +12,7 @@
 # tokens/s of each is kept. Per config it prints both tokens/s, their ratio,
 # and each one's training FLOP/s (the project's FLOP formula, model/flops.hpp)
 # as a share of a plain OpenBLAS sgemm call measured by wiola-bench in the same
-# run (1024^3 and the model's largest GEMM shape).
+# run (1024^3 and the model's largest GEMM shape; the best of the rounds).
 #
 # Needs Debian's python3-torch for /usr/bin/python3 (the script says so and
 # stops when it is missing). Both programs use the same OpenBLAS and the same
@@ -65,7 +65,7 @@ printf '%-13s %3s %12s %12s %6s %13s %13s %10s %10s\n' config thr "wiola tok/s" 
   "wiola/sgemm" "torch/sgemm" "sgemm GF/s" "model GF/s"
 for cfg in "${configs[@]}"; do
   args=$(shape "$cfg")
-  best_w=0 best_t=0 out=
+  best_w=0 best_t=0 sq=0 shp=0 out=
   for ((r = 0; r < rounds; ++r)); do
     # shellcheck disable=SC2086  # the shape is a list of options
     t=$("$python" "$here/bench/torch_wiola.py" $args --threads "$threads" --steps "$steps" --warmup 2)
@@ -74,11 +74,11 @@ for cfg in "${configs[@]}"; do
     out=$("$bench" model --preset wiola-small $args --threads "$threads" --steps "$((steps + 1))" \
       --split-steps 0)
     best_w=$(max "$best_w" "$(awk '/^  training/ { print $2 }' <<<"$out")")
+    # The OpenBLAS sgemm rates, best over the rounds like the tokens/s.
+    sq=$(max "$sq" "$(awk '/OpenBLAS sgemm  1024x 1024x 1024/ { print $(NF-1) }' <<<"$out")")
+    shp=$(max "$shp" "$(awk '/OpenBLAS sgemm/ && !/1024x 1024x 1024/ { print $(NF-5) }' <<<"$out")")
   done
-  # FLOP/token and the OpenBLAS sgemm rates of the last wiola-bench run.
   flop=$(sed -n 's/.*GFLOP\/s (\(.*\) FLOP\/token).*/\1/p' <<<"$out")
-  sq=$(awk '/OpenBLAS sgemm  1024x 1024x 1024/ { print $(NF-1) }' <<<"$out")
-  shp=$(awk '/OpenBLAS sgemm/ && !/1024x 1024x 1024/ { print $(NF-5) }' <<<"$out")
   awk -v c="$cfg" -v th="$threads" -v w="$best_w" -v t="$best_t" -v f="$flop" -v sq="$sq" \
     -v shp="$shp" 'BEGIN {
       printf "%-13s %3d %12.0f %12.0f %6.2f %6.1f%%/%5.1f%% %6.1f%%/%5.1f%% %10.1f %10.1f\n",
@@ -86,4 +86,5 @@ for cfg in "${configs[@]}"; do
         100 * t * f / 1e9 / sq, 100 * t * f / 1e9 / shp, sq, shp }'
 done
 echo "(x/sgemm: training FLOP/s over a plain OpenBLAS sgemm of 1024^3 / of the model's largest"
-echo " GEMM shape, measured in the same run; best of $rounds alternating runs of $steps timed steps)"
+echo " GEMM shape, measured in the same run; all figures the best of $rounds alternating runs of"
+echo " $steps timed steps)"
