@@ -55,7 +55,8 @@ Tensor StageModel::summary_of(const Tensor& x, int batch, int seq) {
   return s;
 }
 
-StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved& saved) {
+StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved& saved,
+                                const std::function<void(int)>& before_layer) {
   const int B = in.batch, T = in.seq, d = config_.d;
   const std::int64_t N = std::int64_t(B) * T;
   require(B > 0 && T > 0, "forward: empty micro-batch (", B, " x ", T, ")");
@@ -65,6 +66,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   saved.batch = B;
   saved.seq = T;
 
+  if (before_layer && (spec_.embed || spec_.head)) before_layer(-1);
   Tensor x;
   if (spec_.embed) {
     require(in.tokens.defined() && in.tokens.rows() == N, "forward: first stage needs ", N,
@@ -94,6 +96,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     if (!(training && config_.atm_layer(l))) plan = plain_plan_for(B, T);
     LayerSaved& ls = saved.layers[i];
     const Tensor input = x;
+    if (before_layer) before_layer(l);
     x = layer.forward(x, ctx, plan, B, T, ls);
     saved.merged_tokens += ls.plan->merged_tokens;
     if (recompute_ && training) {

@@ -77,7 +77,11 @@ class StageModel {
   int carry_count(int layer) const;
 
   // Forward of one micro-batch. `training` turns ATM on in its layers.
-  StageOutput forward(const StageInput& in, bool training, StageSaved& saved);
+  // `before_layer(l)`, when set, runs before layer l's forward, and
+  // before_layer(-1) before the embedding or the head first use their
+  // parameters (ZeRO's parameter gather finishes there).
+  StageOutput forward(const StageInput& in, bool training, StageSaved& saved,
+                      const std::function<void(int)>& before_layer = {});
   // Backward of the micro-batch in `saved`. The last stage starts from
   // loss_scale · Σ loss (pass dx/dcarry empty); other stages take the
   // gradients of their outputs. Parameter gradients are added to params().grads().

@@ -212,7 +212,7 @@ class Run {
       in.carry.assign(ts.begin() + 1, ts.end());
     }
     const auto t0 = Clock::now();
-    StageOutput out = model_.forward(in, spec_.training, s.saved);
+    StageOutput out = model_.forward(in, spec_.training, s.saved, hooks_.before_layer_forward);
     res_.times.compute += seconds_since(t0);
     s.forwarded = true;
     if (!last_) {

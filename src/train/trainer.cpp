@@ -346,6 +346,7 @@ StepRecord Trainer::train_step(std::int64_t step) {
   StageExecutor::Hooks hooks;
   hooks.batch = [&](int mb) { return train_microbatch(step, mb); };
   hooks.final_layer_grads = [&](int layer) { optimizer_->on_layer_grads_final(layer); };
+  hooks.before_layer_forward = [&](int layer) { optimizer_->wait_for_params(layer); };
   hooks.record_events = observer_ && observer_->wants_events();
   if (observer_) hooks.before_action = [&](const Action& a) { observer_->before_action(step, a); };
   const StageExecutor::RunSpec spec{static_cast<int>(step), microbatches_, opts_.micro_batch,
@@ -388,6 +389,7 @@ StepRecord Trainer::train_step(std::int64_t step) {
 }
 
 double Trainer::evaluate() {
+  optimizer_->finish_gathers();
   const int per_replica = (opts_.eval_batches + opts_.dp - 1) / opts_.dp;
   StageExecutor::Hooks hooks;
   hooks.batch = [&](int mb) {
@@ -454,6 +456,7 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
     saved.step = step;
     saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.global_batch;
     saved.config = to_ini(opts_);
+    optimizer_->finish_gathers();  // no collective may still write what the checkpoint reads
     const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.zero, observer_};
     summary_.last_checkpoint = save_checkpoint(ckpt, opts_.save_dir, saved, opts_.keep);
     t_saved_ = Clock::now();
@@ -556,6 +559,7 @@ void Trainer::report_times() {
 // The full parameters, collected on world rank 0 from each stage's first
 // data-parallel replica, written as a weights file (--export-weights).
 void Trainer::export_weights() {
+  optimizer_->finish_gathers();
   std::vector<NamedArray> out;
   const int tag = 7;
   StageModel& model = *model_;
