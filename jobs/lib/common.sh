@@ -18,10 +18,11 @@ wiola_die() { echo "[wiola $(date '+%F %T')] error: $*" >&2; exit 2; }
 # One thread per rank unless Slurm gave the task more CPUs.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}
 export OPENBLAS_NUM_THREADS=$OMP_NUM_THREADS
-# NCCL (GPU runs): report problems, fail rather than hang on a broken link.
+# NCCL (GPU runs): report problems, and a generous InfiniBand retry timeout;
+# a stuck collective is caught by wiola's own watchdog (--comm-timeout). Set
+# NCCL_SOCKET_IFNAME / NCCL_IB_HCA for the site's network if NCCL picks wrong.
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 export NCCL_IB_TIMEOUT=${NCCL_IB_TIMEOUT:-22}
-export NCCL_ASYNC_ERROR_HANDLING=${NCCL_ASYNC_ERROR_HANDLING:-1}
 
 mkdir -p "$RUN_DIR/logs"
 
