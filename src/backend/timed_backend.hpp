@@ -33,6 +33,7 @@ class TimedBackend final : public Backend {
   Device device() const override { return inner_.device(); }
   std::string name() const override { return inner_.name(); }
   void synchronize() override { inner_.synchronize(); }
+  void* native_stream() const override { return inner_.native_stream(); }
   MemoryStats memory() const override { return inner_.memory(); }
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override {

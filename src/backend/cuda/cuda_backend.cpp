@@ -54,6 +54,14 @@ std::string CudaBackend::name() const {
 
 void CudaBackend::synchronize() { cuda::synchronize(stream_); }
 
+void* CudaBackend::native_stream() const {
+#if defined(WIOLA_CUDA_EMULATION)
+  return nullptr;
+#else
+  return stream_;
+#endif
+}
+
 Backend::MemoryStats CudaBackend::memory() const {
   return {memory_->in_use.load(), memory_->peak.load()};
 }
