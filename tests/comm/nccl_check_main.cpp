@@ -7,10 +7,18 @@
 //       local_rank % visible: with fewer GPUs than ranks the groups fall back
 //       to MPI with host staging (rank 0's first line says which), and the
 //       same checks run over that path.
+//       Also on any number of GPUs: a one-rank NCCL communicator per process
+//       ('self'), so the NCCL code path (streams, events, waits, the bf16
+//       reduction, teardown) runs even where every group falls back to MPI.
 //   wiola_nccl_check kill          the last rank exits right after posting an
 //       all-reduce; the others wait on it (device-side) and then synchronise:
 //       the watchdog must end every rank within the 5 s timeout, with one
 //       line naming rank, host, communicator and call.
+//   wiola_nccl_check stall         one GPU is enough: on rank 0's 'self'
+//       NCCL communicator an all-reduce is queued behind one whose compute
+//       stream never gets there; the second is waited for, so its clock runs
+//       and the 2 s timeout must end every rank (through ncclCommAbort,
+//       bounded, and MPI_Abort) with the one line.
 //
 // Prints one line per check and "nccl-check: N checks on R ranks, all passed"
 // (or "... FAILED") on rank 0; exits non-zero when any rank failed a check.
@@ -24,6 +32,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -357,8 +366,20 @@ void run_collectives(Communicator& c) {
   c.barrier();
 }
 
+// A one-rank NCCL communicator of this process (NCCL allows it on a shared GPU).
+std::unique_ptr<NcclCommunicator> self_nccl(MpiCommunicator& w, std::optional<double> timeout) {
+  NcclOptions o;
+  o.compute_stream = g_stream;
+  o.timeout = timeout;
+  return std::make_unique<NcclCommunicator>(w.split(w.rank(), 0, "self"), o);
+}
+
 int collectives(MpiRuntime& mpi) {
   MpiCommunicator& w = mpi.world();
+  {
+    auto self = self_nccl(w, std::nullopt);
+    run_collectives(*self);
+  }
   const int n = w.size();
   const ProcessGrid g = ProcessGrid::make(n, n % 2 == 0 ? 2 : 1, n % 2 == 0 ? n / 2 : n, w.rank());
   DeviceGroups dg = make_device_groups(w, g, g_stream, &std::cout);
@@ -408,6 +429,39 @@ int kill_one(MpiRuntime& mpi) {
   return 0;
 }
 
+void CUDART_CB block_forever(void*) {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+int stall(MpiRuntime& mpi) {
+  MpiCommunicator& w = mpi.world();
+  w.set_timeout(30);
+  auto self = self_nccl(w, 2.0);
+  DeviceBuffer d(4 * 4);
+  cuda_or_die(cudaStreamSynchronize(g_stream), "cudaStreamSynchronize");
+  w.barrier();
+  if (w.rank() != 0) {
+    w.barrier();  // rank 0 never comes: its watchdog ends the job first
+    return 0;
+  }
+  cudaStream_t blocked = nullptr;
+  cuda_or_die(cudaStreamCreateWithFlags(&blocked, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda_or_die(cudaLaunchHostFunc(blocked, block_forever, nullptr), "cudaLaunchHostFunc");
+  // Issued after `blocked`, which never gets there: the communicator's stream
+  // stops at it. Never waited for, so never timed.
+  self->set_compute_stream(blocked);
+  auto stuck = self->iallreduce(Buffer{d.p, Device::CUDA}, 4, DType::F32, ReduceOp::Sum);
+  // Queued behind it on the communicator's stream; waited for on g_stream,
+  // which reaches the wait at once: its clock runs.
+  self->set_compute_stream(g_stream);
+  auto req = self->iallreduce(Buffer{d.p, Device::CUDA}, 4, DType::F32, ReduceOp::Sum);
+  req->wait();
+  cudaStreamSynchronize(g_stream);
+  self->barrier();
+  std::fprintf(stderr, "rank 0: the stalled all-reduce completed\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -426,6 +480,8 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   if (mode == "collectives") return collectives(mpi);
   if (mode == "kill") return kill_one(mpi);
-  std::fprintf(stderr, "wiola_nccl_check: unknown mode %s (collectives, kill)\n", mode.c_str());
+  if (mode == "stall") return stall(mpi);
+  std::fprintf(stderr, "wiola_nccl_check: unknown mode %s (collectives, kill, stall)\n",
+               mode.c_str());
   return 2;
 }
