@@ -218,10 +218,15 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, const Ncc
                     nccl::cuda_error_text(rc),
                 kAbortNcclError);
   m.svc = Service::acquire(device);
-  if (options.timeout)
+  auto* host_mpi = dynamic_cast<MpiCommunicator*>(m.host.get());
+  if (options.timeout) {
+    require(*options.timeout >= 0, "comm '", m.name, "': timeout must be >= 0 s, got ",
+            *options.timeout);
     m.timeout = *options.timeout;
-  else if (auto* mpi = dynamic_cast<MpiCommunicator*>(m.host.get()))
-    m.timeout = mpi->timeout();
+    if (host_mpi) host_mpi->set_timeout(m.timeout);
+  } else if (host_mpi) {
+    m.timeout = host_mpi->timeout();
+  }
   m.id = m.svc->watchdog().add_comm(m.name, m.timeout);
   m.stream = make_stream(m);
   m.ready = make_event(m);

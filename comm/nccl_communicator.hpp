@@ -60,8 +60,8 @@ struct NcclOptions {
   // The cudaStream_t that computes on the buffers (nullptr: the legacy
   // default stream).
   void* compute_stream = nullptr;
-  // Seconds a wait may run; unset: the host sibling's (an MpiCommunicator's)
-  // timeout, else 0 (forever).
+  // Seconds a wait may run, here and on the host sibling; unset: the host
+  // sibling's (an MpiCommunicator's) timeout, else 0 (forever).
   std::optional<double> timeout;
   // Two-rank channels to rank - 1 and rank + 1 for device point to point.
   bool neighbour_channels = false;

@@ -10,8 +10,8 @@
 //       Also on any number of GPUs: a one-rank NCCL communicator per process
 //       ('self'), so the NCCL code path (streams, events, waits, the bf16
 //       reduction, teardown) runs even where every group falls back to MPI.
-//   wiola_nccl_check kill          the last rank exits right after posting an
-//       all-reduce; the others wait on it (device-side) and then synchronise:
+//   wiola_nccl_check kill          the last rank exits as the others enter an
+//       all-reduce; they wait on it (device-side) and then synchronise:
 //       the watchdog must end every rank within the 5 s timeout, with one
 //       line naming rank, host, communicator and call.
 //   wiola_nccl_check stall         one GPU is enough: on rank 0's 'self'
@@ -413,12 +413,15 @@ int kill_one(MpiRuntime& mpi) {
   world.iallreduce(Buffer{d.p, Device::CUDA}, 4, DType::F32, ReduceOp::Sum)->wait();  // all alive
   download<float>(d, 4);
   w.barrier();
-  auto req = world.iallreduce(Buffer{d.p, Device::CUDA}, 4, DType::F32, ReduceOp::Sum);
+  // The last rank leaves as the others enter the next all-reduce. (Posting
+  // its part first would let a two-rank all-reduce finish on the others.)
   if (w.rank() == w.size() - 1) {
-    std::fprintf(stderr, "rank %d exits with status 3 in the middle of an all-reduce\n", g_rank);
+    std::fprintf(stderr, "rank %d exits with status 3 as the others enter an all-reduce\n",
+                 g_rank);
     std::fflush(stderr);
     std::_Exit(3);
   }
+  auto req = world.iallreduce(Buffer{d.p, Device::CUDA}, 4, DType::F32, ReduceOp::Sum);
   req->wait();
   // The host blocks here until the device gets past the wait: never, so the
   // watchdog must end the job. (If ncclCommAbort lets the stream go on just
