@@ -193,6 +193,40 @@ ncclUniqueId id_at(const std::vector<std::byte>& ids, std::size_t i) {
   return u;
 }
 
+// Polls until `streams` are idle (under a HostScope, so the watchdog times it).
+void drain(const std::vector<cudaStream_t>& streams) {
+  for (cudaStream_t s : streams)
+    while (cudaStreamQuery(s) == cudaErrorNotReady)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+// NCCL connects a pair for point to point at its first message, and the
+// host blocks there until the peer sends or receives its first one too. Left
+// to the first real messages, that would be a blocking rendezvous in an order
+// the schedule never promised; so every channel carries one byte now, all in
+// one NCCL group (every member of the group does the same at set-up).
+void connect_channels(NcclCommunicator::Impl& m) {
+  HostScope scope(*m.svc, m.id, "connecting " + std::to_string(m.channels.size()) +
+                                    " neighbour channels");
+  void* scratch = nullptr;
+  m.check_cuda(cudaMalloc(&scratch, m.channels.size()), "cudaMalloc (channel set-up)");
+  m.check_nccl(ncclGroupStart(), nullptr, "ncclGroupStart");
+  for (std::size_t i = 0; i < m.channels.size(); ++i) {
+    const Channel& c = m.channels[i];
+    void* byte = static_cast<std::byte*>(scratch) + i;
+    const std::string what = "the first message with " + m.peer(c.peer);
+    if (c.sending)
+      m.check_nccl(ncclSend(byte, 1, ncclUint8, 1, c.comm, c.stream), c.comm, what);
+    else
+      m.check_nccl(ncclRecv(byte, 1, ncclUint8, 0, c.comm, c.stream), c.comm, what);
+  }
+  m.check_nccl(ncclGroupEnd(), nullptr, "the first messages of the neighbour channels");
+  std::vector<cudaStream_t> streams;
+  for (const Channel& c : m.channels) streams.push_back(c.stream);
+  drain(streams);
+  m.check_cuda(cudaFree(scratch), "cudaFree (channel set-up)");
+}
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, const NcclOptions& options)
@@ -272,6 +306,7 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, const Ncc
   }
   m.svc->attach(m.id, m.comm);
   for (const Channel& c : m.channels) m.svc->attach(m.id, c.comm);
+  if (!m.channels.empty()) connect_channels(m);
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -283,9 +318,7 @@ NcclCommunicator::~NcclCommunicator() {
     HostScope scope(*m.svc, m.id, "draining the communication streams");
     std::vector<cudaStream_t> streams{m.stream};
     for (const Channel& c : m.channels) streams.push_back(c.stream);
-    for (cudaStream_t s : streams)
-      while (cudaStreamQuery(s) == cudaErrorNotReady)
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    drain(streams);
   }
   m.svc->detach(m.id);
   {
