@@ -29,7 +29,10 @@ struct Identity {
 const Identity& identity();
 
 // Prints "rank R (host H): <msg>" to stderr and ends every rank. Never returns.
-[[noreturn]] void die(const std::string& msg, int code);
+// `before_abort`, when given, runs after the line is printed and before
+// MPI_Abort (the NCCL implementation aborts its communicators there).
+[[noreturn]] void die(const std::string& msg, int code,
+                      const std::function<void()>& before_abort = {});
 
 std::string mpi_error_string(int rc);
 std::string format_seconds(double s);

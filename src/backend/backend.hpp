@@ -49,6 +49,10 @@ class Backend {
   virtual std::string name() const = 0;
   // Waits until every op queued so far has finished (a no-op on the CPU).
   virtual void synchronize() {}
+  // The device stream the ops are queued on (a cudaStream_t for CUDA), for a
+  // communicator that orders its transfers after them; nullptr when there is
+  // none (the CPU, the emulated CUDA backend of the tests).
+  virtual void* native_stream() const { return nullptr; }
 
   // Memory this backend holds for tensors now, and the most it ever held (bytes).
   struct MemoryStats {

@@ -33,6 +33,7 @@ class TimedBackend final : public Backend {
   Device device() const override { return inner_.device(); }
   std::string name() const override { return inner_.name(); }
   void synchronize() override { inner_.synchronize(); }
+  void* native_stream() const override { return inner_.native_stream(); }
   MemoryStats memory() const override { return inner_.memory(); }
   std::size_t memory_capacity() const override { return inner_.memory_capacity(); }
   void reserve_memory(std::size_t bytes) override { inner_.reserve_memory(bytes); }

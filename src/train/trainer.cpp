@@ -14,6 +14,9 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
+#if defined(WIOLA_WITH_NCCL)
+#include "comm/nccl_communicator.hpp"
+#endif
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
 #include "core/process_identity.hpp"
@@ -98,6 +101,7 @@ class Trainer {
   std::vector<StageSpec> specs_;
   std::optional<DatasetSpec> train_data_, val_data_;
   comm::GridGroups groups_;
+  std::unique_ptr<comm::Communicator> device_world_;  // NCCL over all ranks, when chosen
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<StageModel> model_;
   std::unique_ptr<ZeroOptimizer> optimizer_;
@@ -212,7 +216,16 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   backend_->reserve_memory(static_cast<std::size_t>(memory_.total()));
   if (backend_->device() != Device::CPU)
     world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
-  groups_ = comm::make_groups(world_, grid_);
+#if defined(WIOLA_WITH_NCCL)
+  // On GPUs: each group over NCCL where its ranks have a GPU each (rank 0 says which).
+  if (backend_->device() == Device::CUDA && backend_->native_stream()) {
+    comm::DeviceGroups dg =
+        comm::make_device_groups(world_, grid_, backend_->native_stream(), &log_);
+    groups_ = std::move(dg.groups);
+    device_world_ = std::move(dg.world);
+  }
+#endif
+  if (!groups_.pipeline) groups_ = comm::make_groups(world_, grid_);
   model_ = std::make_unique<StageModel>(*backend_, cfg, specs_[grid_.stage()], opts_.dtype);
   model_->params().init(opts_.seed);
   model_->set_recompute(opts_.recompute);
@@ -332,7 +345,7 @@ StepTotals Trainer::reduce_totals(const StageExecutor::Result& run, bool with_gr
     for (std::int64_t n : run.loss_tokens) tokens += double(n);
   }
   be.fill(totals_.cols_slice(2, 3), tokens);
-  world_.allreduce(totals_, comm::ReduceOp::Sum);
+  (device_world_ ? *device_world_ : world_).allreduce(totals_, comm::ReduceOp::Sum);
   double host[3];
   be.to_host(totals_, host);
   return {std::sqrt(host[0]), host[1], host[2]};

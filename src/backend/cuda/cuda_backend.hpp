@@ -25,6 +25,9 @@ class CudaBackend final : public Backend {
   std::string name() const override;
   void synchronize() override;
   Stream stream() const { return stream_; }
+  // The cudaStream_t; nullptr in the emulation (tests/cuda_emu), whose streams
+  // no CUDA library can use.
+  void* native_stream() const override;
   MemoryStats memory() const override;
   std::size_t memory_capacity() const override;
   void reserve_memory(std::size_t bytes) override;
