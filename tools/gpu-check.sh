@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check: one script, run in a single call on a machine with an NVIDIA
-# GPU (about 5 minutes on one H200 with 16 cores). It
+# GPU (about 7 minutes on one H200 with 16 cores). It
 #   1. configures and builds the CUDA backend for the local GPU (build-gpu/),
 #   2. runs the CUDA op tests on the device (the same tests CI runs on the
 #      emulated execution model),
@@ -8,17 +8,21 @@
 #      T = 2048) and prints tokens/s, MFU against the device's dense bf16
 #      peak (datasheet, named in the output), peak memory and the time per op
 #      family,
-#   4. checks the NCCL communicator (tests/comm/nccl_check_main.cpp) under
+#   4. trains wiola-mini for 20 steps on the GPU with 1, 2 and 4 ranks
+#      (pp 2, pp 2 x dp 2 with ZeRO-1 and ZeRO-2, fp32 and bf16; on one GPU
+#      the ranks share it) and compares every step's loss and gradient norm
+#      with the same run on the CPU backend (tools/gpu-check-train.sh),
+#   5. checks the NCCL communicator (tests/comm/nccl_check_main.cpp) under
 #      mpirun: the device-buffer collectives with 2 and 4 ranks (on one GPU
 #      every group must fall back to MPI with host staging and say so; with a
 #      GPU per rank they run over NCCL, checked against expected values),
 #      one-rank NCCL communicators on any GPU count, a rank that exits in the
 #      middle of an all-reduce and an NCCL wait that stalls (every rank must
 #      end within the timeout, with one line naming the call),
-#   5. prints a short table of it all.
+#   6. prints a short table of it all.
 # Logs go to one folder: $OUT when set (the device tool), else gpu-check-out/.
 # Usage: tools/gpu-check.sh [--layers N] [--micro-batch B] [--only-nccl]
-# (--only-nccl: build the NCCL check alone and run step 4 only, ~2 minutes.)
+# (--only-nccl: build the NCCL check alone and run step 5 only, ~2 minutes.)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-check-out}
@@ -70,6 +74,7 @@ note "build: $build_status"
 
 ops_rc=0
 prof_rc=0
+train_rc=0
 ops_line="skipped (--only-nccl) "
 if [ $only_nccl -eq 0 ]; then
 # 2. The op tests on the device.
@@ -89,9 +94,17 @@ t0=$(stamp)
 prof_rc=$?
 cat "$out/profile-1.5b.log"
 note "profile: exit $prof_rc ($(( $(stamp) - t0 )) s)"
+
+# 4. Training on the GPU against the CPU backend.
+t0=$(stamp)
+bash "$root/tools/gpu-check-train.sh" "$build/tools/wiola-train/wiola-train" "$out/train" \
+  >"$out/train.log" 2>&1
+train_rc=$?
+cat "$out/train.log"
+note "training vs CPU: $( [ $train_rc -eq 0 ] && echo ok || echo FAILED ), exit $train_rc ($(( $(stamp) - t0 )) s)"
 fi
 
-# 4. The NCCL communicator under mpirun.
+# 5. The NCCL communicator under mpirun.
 t0=$(stamp)
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -148,7 +161,7 @@ else
 fi
 note "nccl: $( [ $nccl_ok -eq 1 ] && echo ok || echo FAILED ) ($(( $(stamp) - t0 )) s)"
 
-# 5. The table.
+# 6. The table.
 {
   echo
   echo "| what | result |"
@@ -159,7 +172,8 @@ note "nccl: $( [ $nccl_ok -eq 1 ] && echo ok || echo FAILED ) ($(( $(stamp) - t0
   grep -E "tokens/s" "$out/profile-1.5b.log" 2>/dev/null | sed 's/^ */| wiola-1.5b x '"$layers"' layers, T 2048, B '"$micro_batch"' | /; s/$/ |/'
   grep -E "^  MFU" "$out/profile-1.5b.log" 2>/dev/null | sed 's/^  /| /; s/$/ |/'
   grep -E "peak memory" "$out/profile-1.5b.log" 2>/dev/null | sed 's/^  /| /; s/$/ |/'
+  grep -E "^\| (cpu|cuda) " "$out/train.log" 2>/dev/null
   printf '%s\n' "${nccl_rows[@]}"
   echo "| total time | $(( $(stamp) - t_start )) s |"
 } | tee -a "$summary"
-[ $ops_rc -eq 0 ] && [ $prof_rc -eq 0 ] && [ $nccl_ok -eq 1 ]
+[ $ops_rc -eq 0 ] && [ $prof_rc -eq 0 ] && [ $train_rc -eq 0 ] && [ $nccl_ok -eq 1 ]
