@@ -489,10 +489,7 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
     with_padded_head_dim(dims.head_dim,
                          [&](auto dhp) { launch_tiles<T, decltype(dhp)::value>(a, w, s); });
   };
-  if (q.dtype() == DType::BF16)
-    run(__nv_bfloat16{});
-  else
-    run(float{});
+  with_compute_type(q.dtype(), run);
 
   attention_context_grads(dims, q, d_o, ctx_k, phi, index, static_cast<const float*>(coef_k.data()),
                           static_cast<const float*>(coef_v.data()),

@@ -235,10 +235,7 @@ void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                         static_cast<float*>(lse_ctx.data()),  lse_ctx.ld()};
     with_padded_head_dim(dims.head_dim, [&](auto dhp) { launch_fwd<T, decltype(dhp)::value>(a, out, s); });
   };
-  if (q.dtype() == DType::BF16)
-    run(__nv_bfloat16{});
-  else
-    run(float{});
+  with_compute_type(q.dtype(), run);
 }
 
 }  // namespace wiola::cuda::kernels

@@ -46,10 +46,7 @@ void srpe_apply(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
         static_cast<const float*>(sin_tab.data()), sin_tab.ld(), transpose ? -1.0f : 1.0f,
         static_cast<T*>(y.data()), y.ld());
   };
-  if (x.dtype() == DType::BF16)
-    launch(__nv_bfloat16{});
-  else
-    launch(float{});
+  with_compute_type(x.dtype(), launch);
   WIOLA_CHECK_LAUNCH("srpe_kernel");
 }
 

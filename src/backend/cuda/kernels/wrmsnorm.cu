@@ -125,14 +125,6 @@ __global__ void wrmsnorm_bwd_params(std::int64_t chunks, int d, const float* par
   *out += total;
 }
 
-template <class F>
-void with_compute_type(DType dt, F&& f) {
-  if (dt == DType::BF16)
-    f(__nv_bfloat16{});
-  else
-    f(float{});
-}
-
 }  // namespace
 
 void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
