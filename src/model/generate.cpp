@@ -17,6 +17,7 @@ void SamplingOptions::validate() const {
   require(top_k >= 0, "--top-k must be >= 0 (0 keeps every token), got ", top_k);
   require(top_p > 0 && top_p <= 1, "--top-p must be in (0, 1] (1 keeps every token), got ",
           top_p);
+  require(vocab >= 0, "sampling: vocabulary limit ", vocab, " is negative");
 }
 
 Sampler::Sampler(SamplingOptions options)
@@ -24,7 +25,9 @@ Sampler::Sampler(SamplingOptions options)
   o_.validate();
 }
 
-std::int32_t Sampler::pick(std::span<const double> logits, std::uint64_t step) const {
+std::int32_t Sampler::pick(std::span<const double> all, std::uint64_t step) const {
+  const std::span<const double> logits =
+      o_.vocab > 0 && all.size() > std::size_t(o_.vocab) ? all.first(std::size_t(o_.vocab)) : all;
   const std::size_t V = logits.size();
   require(V > 0, "sampling from an empty row of logits");
   for (std::size_t i = 0; i < V; ++i)

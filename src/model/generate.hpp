@@ -24,6 +24,9 @@ struct SamplingOptions {
   int top_k = 0;             // keep the k most likely tokens (0: all)
   double top_p = 1.0;        // keep the smallest set of most likely tokens reaching p, (0, 1]
   std::uint64_t seed = 0;
+  // Only ids below this are drawn (0: every id): a model trained with a wider
+  // --vocab than its tokenizer never yields an id the tokenizer cannot decode.
+  int vocab = 0;
   // Generation ends after one of these ids (it is reported, then the loop stops).
   std::vector<std::int32_t> stop_ids;
   // Recompute the whole window at every step instead of using the cache (to

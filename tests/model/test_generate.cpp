@@ -49,6 +49,15 @@ TEST(Sampler, DrawsFollowTheSoftmaxAndRepeatWithTheSeed) {
   EXPECT_NEAR(counts[1] / double(n), std::exp(2.0) / z, 0.015);
 }
 
+TEST(Sampler, NeverDrawsAnIdPastTheVocabularyLimit) {
+  SamplingOptions o;
+  o.vocab = 3;  // ids 0, 1, 2: the largest logit (id 5) is out of reach
+  o.greedy = true;
+  EXPECT_EQ(Sampler(o).pick(kLogits, 0), 1);
+  o.greedy = false;
+  for (std::uint64_t s = 0; s < 200; ++s) EXPECT_LT(Sampler(o).pick(kLogits, s), 3);
+}
+
 TEST(Sampler, RefusesBadOptions) {
   SamplingOptions o;
   o.top_p = 0;
