@@ -125,6 +125,7 @@ void TrainOptions::validate() const {
   require(log_interval > 0, "--log-interval must be positive");
   require(eval_interval >= 0, "--eval-interval must be >= 0 (0 disables evaluation)");
   require(eval_batches > 0, "--eval-batches must be positive");
+  require(sample_every >= 0, "--sample-every must be >= 0 (0: never)");
   require(zero >= 0 && zero <= 2, "--zero must be 0, 1 or 2, got ", zero);
   require(comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
   if (dtype_explicit && device == DeviceChoice::CPU)
@@ -187,6 +188,8 @@ std::string to_ini(const TrainOptions& o) {
      << "\nbeta1 = " << o.adam.beta1 << "\nbeta2 = " << o.adam.beta2 << "\nadam-eps = " << o.adam.eps
      << "\nclip = " << o.clip << "\nthreads = " << o.threads << "\nlog-interval = " << o.log_interval
      << "\neval-interval = " << o.eval_interval << "\neval-batches = " << o.eval_batches << "\n";
+  if (o.sample_every > 0) os << "sample-every = " << o.sample_every << "\n";
+  if (!o.sample_prompt.empty()) os << "sample-prompt = " << o.sample_prompt << "\n";
   if (!o.save_dir.empty()) os << "save = " << o.save_dir << "\n";
   os << "save-interval = " << o.save_interval << "\nsave-minutes = " << o.save_minutes
      << "\nkeep = " << o.keep << "\npp = " << o.pp << "\ndp = " << o.dp
@@ -253,7 +256,9 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("log-interval", po::value(&o.log_interval)->default_value(10), "log every N steps")
       ("eval-interval", po::value(&o.eval_interval)->default_value(100), "validation loss every M steps (0: never; always at the end)")
       ("eval-batches", po::value(&o.eval_batches)->default_value(8), "micro-batches per validation")
-      ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)");
+      ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)")
+      ("sample-every", po::value(&o.sample_every)->default_value(0), "every N steps rank 0 prints a 32-token greedy continuation of --sample-prompt (0: never)")
+      ("sample-prompt", po::value(&o.sample_prompt), "the prompt of --sample-every (default: \"You will be\", a frequent start of the embedded fortunes)");
 
   po::options_description checkpoints("Checkpoints and preemption");
   checkpoints.add_options()

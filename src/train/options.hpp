@@ -76,6 +76,8 @@ struct TrainOptions {
   int eval_interval = 100;
   int eval_batches = 8;
   std::string export_weights;
+  int sample_every = 0;        // print a greedy continuation of sample_prompt every N steps (0: off)
+  std::string sample_prompt;  // "" : kDefaultSamplePrompt (train/sample_text.hpp)
   bool print_params = false;
   int threads = 0;  // 0: leave OpenMP/BLAS defaults
 
