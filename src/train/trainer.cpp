@@ -53,7 +53,7 @@ double clock_seconds(Clock::time_point t) {
 // Consecutive steps with a non-finite gradient norm before the run gives up.
 constexpr int kMaxSkippedSteps = 5;
 
-// What one world all-reduce gives after a step or an evaluation.
+// What one world all-reduce gives after a step.
 struct StepTotals {
   double grad_norm = 0;  // sqrt of Σ g² over every rank's owned part
   double loss_sum = 0;   // Σ token losses over all ranks
@@ -77,7 +77,7 @@ class Trainer {
   void report_memory();
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
-  StepTotals reduce_totals(const StageExecutor::Result& run, bool with_grad_norm);
+  StepTotals reduce_totals(const StageExecutor::Result& run);
   HostBatch train_microbatch(std::int64_t step, int mb) const;
   // ---- around the steps ----
   EvalTotals evaluate();
@@ -331,10 +331,10 @@ HostBatch Trainer::train_microbatch(std::int64_t step, int mb) const {
 }
 
 // One world all-reduce of this rank's [Σ g², Σ loss, tokens], read back once.
-StepTotals Trainer::reduce_totals(const StageExecutor::Result& run, bool with_grad_norm) {
+StepTotals Trainer::reduce_totals(const StageExecutor::Result& run) {
   Backend& be = *backend_;
   be.fill(totals_, 0.0);
-  if (with_grad_norm) optimizer_->add_owned_sum_squares(totals_.cols_slice(0, 1));
+  optimizer_->add_owned_sum_squares(totals_.cols_slice(0, 1));
   double tokens = 0;
   if (run.loss_sums.defined()) {
     be.sum(run.loss_sums, totals_.cols_slice(1, 2));
@@ -371,7 +371,7 @@ StepRecord Trainer::train_step(std::int64_t step) {
   const auto t_optimizer = Clock::now();
   // The world all-reduce of norm and loss: a rank that got here first waits
   // for the last one (its drain as far as it can tell, train/time_split.hpp).
-  const StepTotals totals = reduce_totals(run, /*with_grad_norm=*/true);
+  const StepTotals totals = reduce_totals(run);
   const auto t_reduced = Clock::now();
   r.loss = totals.mean_loss();
   r.grad_norm = totals.grad_norm;
