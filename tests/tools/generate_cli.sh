@@ -13,6 +13,8 @@ tiny=(--preset wiola-tiny --log-interval 100 --eval-interval 0 --threads 1
       --train-data "$data/fortunes-train.h5" --val-data "$data/fortunes-val.h5")
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
+"$gen" --help | grep -q "^Usage: wiola-generate MODEL" || fail "--help"
+"$gen" --version | grep -q "^wiola-generate wiola " || fail "--version"
 "$train" "${tiny[@]}" --steps 30 --lr 0.01 --save "$dir/run" --export-weights "$dir/w.h5" \
   >"$dir/err" 2>&1 || fail "training the tiny model"
 ck="$dir/run/step-00000030"

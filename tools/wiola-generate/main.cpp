@@ -5,6 +5,7 @@
 // MODEL: a checkpoint (SAVE/step-N), a save folder (its latest checkpoint), a
 // weights file (W.h5) or a safetensors export (directory or model.safetensors).
 // The continuation goes to stdout; what was loaded and the speed to stderr.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
