@@ -34,6 +34,13 @@ std::string_view device_choice_name(DeviceChoice d) {
   return "auto";
 }
 
+DeviceChoice parse_device_choice(const std::string& text) {
+  if (text == "auto") return DeviceChoice::Auto;
+  if (text == "cpu") return DeviceChoice::CPU;
+  if (text == "cuda") return DeviceChoice::CUDA;
+  fail("--device must be auto, cpu or cuda, got '", text, "'");
+}
+
 TokenBudget TokenBudget::parse(const std::string& text) {
   TokenBudget b;
   if (text.empty()) return b;
@@ -150,9 +157,6 @@ void TrainOptions::validate() const {
   total_steps();  // a budget is set
 }
 
-namespace {
-
-// Repeated and comma-separated file lists, empty items left out.
 std::vector<std::string> file_list(const std::vector<std::string>& items) {
   std::vector<std::string> out;
   for (const auto& item : items)
@@ -160,8 +164,6 @@ std::vector<std::string> file_list(const std::vector<std::string>& items) {
       if (!part.empty()) out.push_back(std::move(part));
   return out;
 }
-
-}  // namespace
 
 std::string to_ini(const TrainOptions& o) {
   std::ostringstream os;
@@ -307,14 +309,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   o.model = preset(preset_name);
   apply_model_options(vm, o.model);
   o.vocab_explicit = vm.count("vocab") > 0;
-  if (device_text == "auto")
-    o.device = DeviceChoice::Auto;
-  else if (device_text == "cpu")
-    o.device = DeviceChoice::CPU;
-  else if (device_text == "cuda")
-    o.device = DeviceChoice::CUDA;
-  else
-    fail("--device must be auto, cpu or cuda, got '", device_text, "'");
+  o.device = parse_device_choice(device_text);
   o.dtype_explicit = dtype_text != "auto";
   if (o.dtype_explicit) o.dtype = parse_dtype(dtype_text);
   require(recompute == "none" || recompute == "full", "--recompute must be none or full, got '",

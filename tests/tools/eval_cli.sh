@@ -50,15 +50,8 @@ printf 'The quick brown fox jumps over the lazy dog. %.0s' $(seq 1 40) >"$dir/a.
 grep -Eq "^loss .* bits/byte [0-9.]+ \(" "$dir/log" || fail "--text gives no bits per byte"
 tail -n 1 "$dir/log"
 
-expect() {  # expect REGEX COMMAND...: non-zero exit with REGEX in its stderr
-  local regex=$1 out rc
-  shift
-  out=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "expected an error from: $* (exit $rc)"
-  grep -Eq -- "$regex" <<<"$out" || fail "no /$regex/ in: $out"
-  echo "refused: $(head -n 1 <<<"$out")"
-}
+# expect REGEX COMMAND...: a non-zero exit with REGEX in its stderr.
+expect() { "$(dirname "$0")/../train/expect_error.sh" "$@" || fail "no clean refusal from: ${*:2}"; }
 printf 'x' >"$dir/short.txt"
 expect "fewer than one window" "$eval" "$dir/run" --text "$dir/short.txt"
 expect "--micro-batch must be positive" "$eval" "$dir/run" --data "$val" --micro-batch 0

@@ -51,15 +51,8 @@ grep -q "summary = sequence: .*no cache can be exact" "$dir/err" || fail "the fa
 [ "$(g "$dir/seq" --no-cache)" == "$b" ] || fail "the fallback differs from --no-cache"
 echo "ok: sequence summaries fall back to full recompute and say so"
 
-expect() {  # expect REGEX COMMAND...: non-zero exit with REGEX in its stderr
-  local regex=$1 out rc
-  shift
-  out=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "expected an error from: $* (exit $rc)"
-  grep -Eq -- "$regex" <<<"$out" || fail "no /$regex/ in: $out"
-  echo "refused: $(head -n 1 <<<"$out")"
-}
+# expect REGEX COMMAND...: a non-zero exit with REGEX in its stderr.
+expect() { "$(dirname "$0")/../train/expect_error.sh" "$@" || fail "no clean refusal from: ${*:2}"; }
 printf 'ab\xff\xfe' >"$dir/bad.txt"
 expect "the prompt cannot be encoded: .*not valid UTF-8" "$gen" "$ck" --prompt-file "$dir/bad.txt"
 expect "--prompt-file: cannot read|no-such-file" "$gen" "$ck" --prompt-file "$dir/no-such-file"

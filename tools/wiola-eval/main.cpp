@@ -16,13 +16,13 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
-#include "core/text.hpp"
 #include "eval_data.hpp"
 #include "partition/partition.hpp"
 #include "train/checkpoint.hpp"
 #include "train/device_choice.hpp"
 #include "train/evaluation.hpp"
 #include "train/model_source.hpp"
+#include "train/options.hpp"
 
 namespace po = boost::program_options;
 using namespace wiola;
@@ -36,14 +36,6 @@ struct Options {
   std::int64_t max_windows = 0;
   double comm_timeout = 300;
 };
-
-std::vector<std::string> file_list(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const auto& item : items)
-    for (std::string& part : split_list(item))
-      if (!part.empty()) out.push_back(std::move(part));
-  return out;
-}
 
 std::optional<Options> parse(int argc, char** argv, std::ostream& out) {
   Options o;
@@ -93,13 +85,6 @@ std::optional<Options> parse(int argc, char** argv, std::ostream& out) {
   require(o.max_windows >= 0, "--max-windows must be >= 0, got ", o.max_windows);
   require(o.comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
   return o;
-}
-
-DeviceChoice parse_device(const std::string& s) {
-  if (s == "auto") return DeviceChoice::Auto;
-  if (s == "cpu") return DeviceChoice::CPU;
-  if (s == "cuda") return DeviceChoice::CUDA;
-  fail("--device must be auto, cpu or cuda, got '", s, "'");
 }
 
 // 1234567 -> "1,234,567" (built by appending: GCC 12 warns falsely on insert).
@@ -164,7 +149,7 @@ Setup prepare(const Options& o, comm::Communicator& world) {
           " ids) is larger than the model's (", cfg.V, ")");
   s.stages = o.stage_layers.empty() ? partition_layers(cfg, o.pp)
                                     : parse_stage_layers(o.stage_layers, cfg, o.pp);
-  s.backend = choose_backend(parse_device(o.device), o.dtype == "auto" ? DType::F32
+  s.backend = choose_backend(parse_device_choice(o.device), o.dtype == "auto" ? DType::F32
                                                                         : parse_dtype(o.dtype),
                              o.dtype != "auto");
   return s;
