@@ -66,6 +66,8 @@ class StageModel {
   const ParamStore& params() const { return params_; }
   Backend& backend() const { return backend_; }
   DType dtype() const { return dtype_; }
+  // The stage's layers, first_layer first (the cached decoder runs them itself).
+  const std::vector<DecoderLayer>& layers() const { return layers_; }
 
   // Activation recomputation (--recompute full): a training forward keeps
   // only each layer's input (and token plan) and backward runs the layer's

@@ -141,6 +141,13 @@ std::string save_checkpoint(const CheckpointContext& ctx, const std::string& sav
   return final_dir;
 }
 
+std::vector<double> read_stage_params(CheckpointReader& reader, const ParamLayout& layout) {
+  std::vector<double> params(static_cast<std::size_t>(layout.total()));
+  for (const ParamSpec& p : layout.entries())
+    reader.read(p.name, StateKind::Param, p.rows, p.cols, 0, p.numel(), params.data() + p.offset);
+  return params;
+}
+
 CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& dir) {
   comm::Communicator& world = ctx.world;
   CheckpointManifest m;
@@ -153,9 +160,7 @@ CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& 
     StageModel& model = ctx.model;
     const ParamLayout& layout = model.params().layout();
     CheckpointReader reader(dir, m);
-    std::vector<double> params(static_cast<std::size_t>(layout.total()));
-    for (const ParamSpec& p : layout.entries())
-      reader.read(p.name, StateKind::Param, p.rows, p.cols, 0, p.numel(), params.data() + p.offset);
+    const std::vector<double> params = read_stage_params(reader, layout);
     from_host_f64(model.backend(), params, model.params().params());
 
     AdamWOptimizer& adam = ctx.optimizer.adam();

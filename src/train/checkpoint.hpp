@@ -13,6 +13,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/process_grid.hpp"
+#include "io/checkpoint_io.hpp"
 #include "model/stage_model.hpp"
 #include "train/train_observer.hpp"
 #include "train/zero_optimizer.hpp"
@@ -48,6 +49,9 @@ std::vector<OwnedSlice> owned_slices(const ParamLayout& layout, int zero, int dp
 // the newest `keep` checkpoints (keep <= 0: all). Returns the directory.
 std::string save_checkpoint(const CheckpointContext& ctx, const std::string& save_dir,
                             const CheckpointInfo& info, int keep);
+
+// The parameters of a stage's layout, in its flat order, from a checkpoint.
+std::vector<double> read_stage_params(CheckpointReader& reader, const ParamLayout& layout);
 
 // Loads `dir` into the model and optimizer after verifying every file's
 // checksum (the work shared by all ranks). Throws CollectiveError, on every

@@ -34,6 +34,13 @@ std::string_view device_choice_name(DeviceChoice d) {
   return "auto";
 }
 
+DeviceChoice parse_device_choice(const std::string& text) {
+  if (text == "auto") return DeviceChoice::Auto;
+  if (text == "cpu") return DeviceChoice::CPU;
+  if (text == "cuda") return DeviceChoice::CUDA;
+  fail("--device must be auto, cpu or cuda, got '", text, "'");
+}
+
 TokenBudget TokenBudget::parse(const std::string& text) {
   TokenBudget b;
   if (text.empty()) return b;
@@ -125,6 +132,7 @@ void TrainOptions::validate() const {
   require(log_interval > 0, "--log-interval must be positive");
   require(eval_interval >= 0, "--eval-interval must be >= 0 (0 disables evaluation)");
   require(eval_batches > 0, "--eval-batches must be positive");
+  require(sample_every >= 0, "--sample-every must be >= 0 (0: never)");
   require(zero >= 0 && zero <= 2, "--zero must be 0, 1 or 2, got ", zero);
   require(comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
   if (dtype_explicit && device == DeviceChoice::CPU)
@@ -149,9 +157,6 @@ void TrainOptions::validate() const {
   total_steps();  // a budget is set
 }
 
-namespace {
-
-// Repeated and comma-separated file lists, empty items left out.
 std::vector<std::string> file_list(const std::vector<std::string>& items) {
   std::vector<std::string> out;
   for (const auto& item : items)
@@ -159,8 +164,6 @@ std::vector<std::string> file_list(const std::vector<std::string>& items) {
       if (!part.empty()) out.push_back(std::move(part));
   return out;
 }
-
-}  // namespace
 
 std::string to_ini(const TrainOptions& o) {
   std::ostringstream os;
@@ -187,6 +190,8 @@ std::string to_ini(const TrainOptions& o) {
      << "\nbeta1 = " << o.adam.beta1 << "\nbeta2 = " << o.adam.beta2 << "\nadam-eps = " << o.adam.eps
      << "\nclip = " << o.clip << "\nthreads = " << o.threads << "\nlog-interval = " << o.log_interval
      << "\neval-interval = " << o.eval_interval << "\neval-batches = " << o.eval_batches << "\n";
+  if (o.sample_every > 0) os << "sample-every = " << o.sample_every << "\n";
+  if (!o.sample_prompt.empty()) os << "sample-prompt = " << o.sample_prompt << "\n";
   if (!o.save_dir.empty()) os << "save = " << o.save_dir << "\n";
   os << "save-interval = " << o.save_interval << "\nsave-minutes = " << o.save_minutes
      << "\nkeep = " << o.keep << "\npp = " << o.pp << "\ndp = " << o.dp
@@ -253,7 +258,9 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("log-interval", po::value(&o.log_interval)->default_value(10), "log every N steps")
       ("eval-interval", po::value(&o.eval_interval)->default_value(100), "validation loss every M steps (0: never; always at the end)")
       ("eval-batches", po::value(&o.eval_batches)->default_value(8), "micro-batches per validation")
-      ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)");
+      ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)")
+      ("sample-every", po::value(&o.sample_every)->default_value(0), "every N steps rank 0 prints a 32-token greedy continuation of --sample-prompt (0: never)")
+      ("sample-prompt", po::value(&o.sample_prompt), "the prompt of --sample-every (default: \"You will be\", a frequent start of the embedded fortunes)");
 
   po::options_description checkpoints("Checkpoints and preemption");
   checkpoints.add_options()
@@ -302,14 +309,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   o.model = preset(preset_name);
   apply_model_options(vm, o.model);
   o.vocab_explicit = vm.count("vocab") > 0;
-  if (device_text == "auto")
-    o.device = DeviceChoice::Auto;
-  else if (device_text == "cpu")
-    o.device = DeviceChoice::CPU;
-  else if (device_text == "cuda")
-    o.device = DeviceChoice::CUDA;
-  else
-    fail("--device must be auto, cpu or cuda, got '", device_text, "'");
+  o.device = parse_device_choice(device_text);
   o.dtype_explicit = dtype_text != "auto";
   if (o.dtype_explicit) o.dtype = parse_dtype(dtype_text);
   require(recompute == "none" || recompute == "full", "--recompute must be none or full, got '",

@@ -41,6 +41,8 @@ enum class DeviceChoice : std::uint8_t {
   CUDA,
 };
 std::string_view device_choice_name(DeviceChoice d);
+// "auto" | "cpu" | "cuda"; throws naming --device otherwise.
+DeviceChoice parse_device_choice(const std::string& text);
 
 struct TrainOptions {
   // Model
@@ -76,6 +78,8 @@ struct TrainOptions {
   int eval_interval = 100;
   int eval_batches = 8;
   std::string export_weights;
+  int sample_every = 0;        // print a greedy continuation of sample_prompt every N steps (0: off)
+  std::string sample_prompt;  // "" : kDefaultSamplePrompt (train/sample_text.hpp)
   bool print_params = false;
   int threads = 0;  // 0: leave OpenMP/BLAS defaults
 
@@ -116,6 +120,10 @@ TrainOptions options_from_ini(const std::string& text);
 // The options as an INI text wiola-train --config reads back (recorded in
 // every checkpoint).
 std::string to_ini(const TrainOptions& o);
+
+// Repeated and comma-separated file lists (--train-data a.h5,b.h5 --train-data
+// c.h5), empty items left out.
+std::vector<std::string> file_list(const std::vector<std::string>& items);
 
 // The default training and validation files (the embedded dataset of this build).
 std::string default_train_file();

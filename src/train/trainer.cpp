@@ -34,7 +34,9 @@
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
 #include "train/device_choice.hpp"
+#include "train/evaluation.hpp"
 #include "train/memory_plan.hpp"
+#include "train/sample_text.hpp"
 #include "train/stop_signal.hpp"
 #include "train/zero_optimizer.hpp"
 
@@ -54,7 +56,7 @@ double clock_seconds(Clock::time_point t) {
 // Consecutive steps with a non-finite gradient norm before the run gives up.
 constexpr int kMaxSkippedSteps = 5;
 
-// What one world all-reduce gives after a step or an evaluation.
+// What one world all-reduce gives after a step.
 struct StepTotals {
   double grad_norm = 0;  // sqrt of Σ g² over every rank's owned part
   double loss_sum = 0;   // Σ token losses over all ranks
@@ -78,14 +80,16 @@ class Trainer {
   void report_memory();
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
-  StepTotals reduce_totals(const StageExecutor::Result& run, bool with_grad_norm);
+  StepTotals reduce_totals(const StageExecutor::Result& run);
   HostBatch train_microbatch(std::int64_t step, int mb) const;
   // ---- around the steps ----
-  double evaluate();
+  EvalTotals evaluate();
   void log_step(std::int64_t step, const StepRecord& r);
   bool checkpoint_and_stop(std::int64_t step);
   void report_times();
+  std::vector<NamedArray> gather_weights();
   void export_weights();
+  void print_sample(std::int64_t step);
   void say(const std::string& s) const {
     if (rank0_) log_ << s << std::flush;
   }
@@ -107,6 +111,7 @@ class Trainer {
   std::unique_ptr<ZeroOptimizer> optimizer_;
   std::unique_ptr<StageExecutor> executor_;
   std::unique_ptr<BatchFeed> train_feed_, val_feed_;
+  std::unique_ptr<TrainingSampler> sampler_;  // --sample-every, rank 0
   std::vector<Action> schedule_;
   LrSchedule lr_;
   int microbatches_ = 0;
@@ -147,6 +152,10 @@ void Trainer::resolve_configuration() {
     }
     if (val_data_) require_same_tokenizer(probe, TokenDataset(*val_data_, opts_.model.T));
     opts_.validate();
+    if (opts_.sample_every > 0 && rank0_)
+      sampler_ = std::make_unique<TrainingSampler>(
+          opts_.model, opts_.train_files.front(),
+          opts_.sample_prompt.empty() ? kDefaultSamplePrompt : opts_.sample_prompt);
     ChosenBackend chosen = choose_backend(opts_.device, opts_.dtype, opts_.dtype_explicit);
     backend_ = std::move(chosen.backend);
     opts_.dtype = chosen.dtype;
@@ -335,10 +344,10 @@ HostBatch Trainer::train_microbatch(std::int64_t step, int mb) const {
 }
 
 // One world all-reduce of this rank's [Σ g², Σ loss, tokens], read back once.
-StepTotals Trainer::reduce_totals(const StageExecutor::Result& run, bool with_grad_norm) {
+StepTotals Trainer::reduce_totals(const StageExecutor::Result& run) {
   Backend& be = *backend_;
   be.fill(totals_, 0.0);
-  if (with_grad_norm) optimizer_->add_owned_sum_squares(totals_.cols_slice(0, 1));
+  optimizer_->add_owned_sum_squares(totals_.cols_slice(0, 1));
   double tokens = 0;
   if (run.loss_sums.defined()) {
     be.sum(run.loss_sums, totals_.cols_slice(1, 2));
@@ -376,7 +385,7 @@ StepRecord Trainer::train_step(std::int64_t step) {
   const auto t_optimizer = Clock::now();
   // The world all-reduce of norm and loss: a rank that got here first waits
   // for the last one (its drain as far as it can tell, train/time_split.hpp).
-  const StepTotals totals = reduce_totals(run, /*with_grad_norm=*/true);
+  const StepTotals totals = reduce_totals(run);
   const auto t_reduced = Clock::now();
   r.loss = totals.mean_loss();
   r.grad_norm = totals.grad_norm;
@@ -401,19 +410,19 @@ StepRecord Trainer::train_step(std::int64_t step) {
   return r;
 }
 
-double Trainer::evaluate() {
+// Validation: the first eval_batches micro-batches (rounded up to a multiple
+// of dp) of the validation order, through the shared forward-only evaluation.
+EvalTotals Trainer::evaluate() {
   optimizer_->finish_gathers();
   const int per_replica = (opts_.eval_batches + opts_.dp - 1) / opts_.dp;
-  StageExecutor::Hooks hooks;
-  hooks.batch = [&](int mb) {
-    const std::int64_t first = (std::int64_t(mb) * opts_.dp + grid_.dp_index()) * opts_.micro_batch;
-    return val_feed_->samples(first, opts_.micro_batch);
+  EvalSpec spec;
+  spec.microbatches = std::int64_t(per_replica) * opts_.dp;
+  spec.micro_batch = opts_.micro_batch;
+  spec.seq = opts_.model.T;
+  spec.batch = [&](std::int64_t g) {
+    return val_feed_->samples(g * opts_.micro_batch, opts_.micro_batch);
   };
-  const StageExecutor::RunSpec spec{0, per_replica, opts_.micro_batch, opts_.model.T,
-                                    /*training=*/false, 0.0};
-  const StageExecutor::Result run = executor_->run(
-      pipeline::make_forward_schedule(grid_.pp, grid_.stage(), per_replica), spec, hooks);
-  return reduce_totals(run, /*with_grad_norm=*/false).mean_loss();
+  return wiola::evaluate(*executor_, *backend_, grid_, world_, spec);
 }
 
 void Trainer::log_step(std::int64_t step, const StepRecord& r) {
@@ -507,12 +516,14 @@ TrainSummary Trainer::run() {
     const bool eval_now = can_eval && ((opts_.eval_interval > 0 && step % opts_.eval_interval == 0) ||
                                        step == total_steps_);
     if (eval_now) {
-      summary_.last_val_loss = evaluate();
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f\n",
-                    static_cast<long long>(step), summary_.last_val_loss);
+      const EvalTotals val = evaluate();
+      summary_.last_val_loss = val.mean_loss();
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f | perplexity %.2f\n",
+                    static_cast<long long>(step), val.mean_loss(), val.perplexity());
       say(buf);
     }
+    if (opts_.sample_every > 0 && step % opts_.sample_every == 0) print_sample(step);
     if (checkpoint_and_stop(step)) break;
   }
   summary_.completed = summary_.steps == total_steps_;
@@ -570,8 +581,8 @@ void Trainer::report_times() {
 }
 
 // The full parameters, collected on world rank 0 from each stage's first
-// data-parallel replica, written as a weights file (--export-weights).
-void Trainer::export_weights() {
+// data-parallel replica (empty on the other ranks); collective.
+std::vector<NamedArray> Trainer::gather_weights() {
   optimizer_->finish_gathers();
   std::vector<NamedArray> out;
   const int tag = 7;
@@ -598,10 +609,32 @@ void Trainer::export_weights() {
                                            flat.begin() + p.offset + p.numel())});
       }
     }
+  }
+  return out;
+}
+
+// --export-weights: the gathered parameters as a weights file.
+void Trainer::export_weights() {
+  const std::vector<NamedArray> out = gather_weights();
+  if (rank0_) {
     write_weights_file(opts_.export_weights, opts_.model, out, wide_dtype(opts_.dtype));
     log_ << "exported weights to " << opts_.export_weights << "\n";
   }
   world_.barrier();
+}
+
+// --sample-every: rank 0 continues the sample prompt greedily. One CPU stage
+// holds the whole model already; otherwise the parameters are gathered.
+void Trainer::print_sample(std::int64_t step) {
+  optimizer_->finish_gathers();  // the parameters the sample reads are complete
+  std::string text;
+  if (grid_.pp == 1 && backend_->device() == Device::CPU) {
+    if (rank0_) text = sampler_->sample(*model_);
+  } else {
+    const std::vector<NamedArray> params = gather_weights();
+    if (rank0_) text = sampler_->sample(params);
+  }
+  say("step " + std::to_string(step) + " | sample: " + text + "\n");
 }
 
 }  // namespace
