@@ -46,9 +46,6 @@ double clock_seconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-// Consecutive steps with a non-finite gradient norm before the run gives up.
-constexpr int kMaxSkippedSteps = 5;
-
 // What one world all-reduce gives after a step or an evaluation.
 struct StepTotals {
   double grad_norm = 0;  // sqrt of Σ g² over every rank's owned part
@@ -78,6 +75,8 @@ class Trainer {
   void log_step(std::int64_t step, const StepRecord& r);
   bool checkpoint_and_stop(std::int64_t step);
   void report_times();
+  bool params_finite();
+  [[noreturn]] void stop_nonfinite(const std::string& what) const;
   void export_weights();
   void say(const std::string& s) const {
     if (rank0_) log_ << s << std::flush;
@@ -280,6 +279,7 @@ StepTotals Trainer::reduce_totals(const StageExecutor::Result& run, bool with_gr
 // One optimizer step: the schedule's forwards and backwards, then the
 // gradient reduction, the global norm and loss, clipping and the update.
 StepRecord Trainer::train_step(std::int64_t step) {
+  if (observer_) observer_->before_step(step, *model_);
   model_->params().zero_grads();
 
   StageExecutor::Hooks hooks;
@@ -302,7 +302,8 @@ StepRecord Trainer::train_step(std::int64_t step) {
   const StepTotals totals = reduce_totals(run, /*with_grad_norm=*/true);
   r.loss = totals.mean_loss();
   r.grad_norm = totals.grad_norm;
-  r.skipped = !std::isfinite(totals.grad_norm);  // every rank sees the same sum
+  // Every rank sees the same sums, so every rank skips the same steps.
+  r.skipped = !std::isfinite(totals.grad_norm) || !std::isfinite(r.loss);
   if (r.skipped)
     optimizer_->skip_step();
   else
@@ -334,9 +335,18 @@ double Trainer::evaluate() {
 void Trainer::log_step(std::int64_t step, const StepRecord& r) {
   if (r.skipped) {
     ++skipped_in_a_row_;
-    say("step " + std::to_string(step) + ": gradient norm is not finite; update skipped\n");
-    require(skipped_in_a_row_ < kMaxSkippedSteps, kMaxSkippedSteps,
-            " steps in a row had NaN/Inf gradients; stopping");
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "step %lld: loss %g, gradient norm %g: not finite; update skipped (%d of at "
+                  "most %d in a row)\n",
+                  static_cast<long long>(step), r.loss, r.grad_norm, skipped_in_a_row_,
+                  opts_.max_nonfinite_steps);
+    say(buf);
+    if (skipped_in_a_row_ >= opts_.max_nonfinite_steps)
+      stop_nonfinite("steps " + std::to_string(step - skipped_in_a_row_ + 1) + ".." +
+                     std::to_string(step) + ": the loss or gradient norm was not finite " +
+                     std::to_string(skipped_in_a_row_) + " steps in a row (--max-nonfinite-steps " +
+                     std::to_string(opts_.max_nonfinite_steps) + ")");
   } else {
     skipped_in_a_row_ = 0;
   }
@@ -379,7 +389,14 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
   const bool save_now = !opts_.save_dir.empty() &&
                         (stop || exit_now || flags[1] || step == total_steps_ ||
                          (opts_.save_interval > 0 && step % opts_.save_interval == 0));
-  if (save_now) {
+  if (save_now && skipped_in_a_row_ > 0) {
+    say("checkpoint of step " + std::to_string(step) +
+        " not written: its loss or gradient norm is not finite (the last good checkpoint "
+        "stays" + (summary_.last_checkpoint.empty() ? "" : ": " + summary_.last_checkpoint) +
+        ")\n");
+  } else if (save_now) {
+    if (!params_finite())
+      stop_nonfinite("step " + std::to_string(step) + ": the parameters are not finite");
     CheckpointInfo saved;
     saved.step = step;
     saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.global_batch;
@@ -392,7 +409,7 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
   if (stop) {
     summary_.stop_signal = flags[0];
     say("stopping after step " + std::to_string(step) + " on signal " + std::to_string(flags[0]) +
-        (save_now ? "" : " (no --save directory: nothing was saved)") + "\n");
+        (opts_.save_dir.empty() ? " (no --save directory: nothing was saved)" : "") + "\n");
     return true;
   }
   if (exit_now) {
@@ -429,12 +446,44 @@ TrainSummary Trainer::run() {
     if (checkpoint_and_stop(step)) break;
   }
   summary_.completed = summary_.steps == total_steps_;
+  if (summary_.completed && skipped_in_a_row_ > 0)
+    stop_nonfinite("the run ended with " + std::to_string(skipped_in_a_row_) +
+                   " steps in a row whose loss or gradient norm was not finite");
   if (steady_steps_ > 0)
     summary_.tokens_per_second = double(steady_steps_) * opts_.global_batch * opts_.model.T /
                                  seconds_between(t_steady_, Clock::now());
   report_times();
-  if (!opts_.export_weights.empty() && summary_.completed) export_weights();
+  if (!opts_.export_weights.empty() && summary_.completed) {
+    if (!params_finite()) stop_nonfinite("the final parameters are not finite");
+    export_weights();
+  }
   return summary_;
+}
+
+// True on every rank when every rank's parameters (its optimizer's range) are
+// finite: one all-reduce of the sums of squares.
+bool Trainer::params_finite() {
+  Backend& be = *backend_;
+  be.fill(totals_, 0.0);
+  be.sum_squares(optimizer_->master(), totals_.cols_slice(0, 1));
+  world_.allreduce(totals_, comm::ReduceOp::Sum);
+  double host[3];
+  be.to_host(totals_, host);
+  return std::isfinite(host[0]);
+}
+
+// Ends the run on every rank (they all see the same reduced values) without
+// writing anything: no checkpoint or export of non-finite weights.
+void Trainer::stop_nonfinite(const std::string& what) const {
+  std::string where;
+  if (!summary_.last_checkpoint.empty())
+    where = "the last good checkpoint is " + summary_.last_checkpoint;
+  else if (!opts_.save_dir.empty())
+    where = "no checkpoint was written before it";
+  else
+    where = "nothing was saved (no --save)";
+  throw CollectiveError(what + "; stopping without saving: " + where +
+                        " (lower --lr, or check the data)");
 }
 
 // Per-stage time split, averaged over each stage's replicas.
