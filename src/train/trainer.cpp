@@ -3,6 +3,8 @@
 // checkpoints and stopping, and the report at the end.
 #include "train/trainer.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,13 +19,16 @@
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
 #include "core/text.hpp"
+#include "io/checkpoint_store.hpp"
 #include "io/data_config.hpp"
+#include "io/output_paths.hpp"
 #include "io/weights_file.hpp"
 #include "model/flops.hpp"
 #include "model/param_report.hpp"
 #include "model/stage_model.hpp"
 #include "optim/clip.hpp"
 #include "optim/lr_schedule.hpp"
+#include "partition/cost_model.hpp"
 #include "partition/partition.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/backend_staging.hpp"
@@ -38,6 +43,12 @@ namespace wiola {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -64,6 +75,8 @@ class Trainer {
  private:
   // ---- setup ----
   void resolve_configuration();
+  void require_memory_fits() const;
+  void check_outputs();
   void restore();
   void print_plan() const;
   // ---- one step ----
@@ -123,6 +136,8 @@ void Trainer::resolve_configuration() {
     grid_ = comm::ProcessGrid::make(world_.size(), opts_.pp, opts_.dp, world_.rank());
     set_cpu_threads(opts_.threads);
     opts_.validate();  // before the data: its errors name flags, not files
+    if (opts_.resume.kind == ResumeFrom::Kind::Directory)
+      require_loadable_name(opts_.resume.directory);
     const DataConfig data{opts_.train_files, opts_.data_weights, opts_.val_files,
                           opts_.val_fraction, opts_.split_seed};
     train_data_ = train_spec(data);
@@ -144,7 +159,60 @@ void Trainer::resolve_configuration() {
     specs_ = opts_.stage_layers.empty()
                  ? partition_layers(opts_.model, opts_.pp)
                  : parse_stage_layers(opts_.stage_layers, opts_.model, opts_.pp);
+    if (backend_->device() == Device::CPU) require_memory_fits();
   }, "another rank refused the configuration (see its message)");
+  check_outputs();
+}
+
+// A batch far beyond the machine is refused from the estimate, naming the
+// sizes, instead of failing in the middle of an allocation.
+void Trainer::require_memory_fits() const {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double machine = double(pages) * double(page);
+  const int stage = grid_.stage();
+  CostModel cm;
+  cm.bytes_per_activation = double(dtype_size(opts_.dtype));
+  cm.microbatch_tokens = std::int64_t(opts_.micro_batch) * opts_.model.T;
+  const StageCost c = stage_cost(opts_.model, specs_[stage], stage, grid_.pp, cm);
+  const int in_flight = opts_.schedule == pipeline::ScheduleKind::GPipe
+                            ? opts_.micro_batches_per_rank()
+                            : std::min(c.in_flight, opts_.micro_batches_per_rank());
+  const double activations = c.activation_bytes_per_token * double(cm.microbatch_tokens) * in_flight;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "--micro-batch %d: stage %d would need about %.1f GiB (parameters and optimizer "
+                "state %.1f GiB, activations of %d micro-batch%s of %d x %d tokens %.1f GiB), "
+                "more than this machine's %.1f GiB of memory; lower --micro-batch",
+                opts_.micro_batch, stage, (c.param_bytes + activations) / gib,
+                c.param_bytes / gib, in_flight, in_flight == 1 ? "" : "es", opts_.micro_batch,
+                opts_.model.T, activations / gib, machine / gib);
+  require(c.param_bytes + activations <= machine, buf);
+}
+
+// Every output location is checked before the first step, on every rank that
+// will write there: the save folder (created, as a save would) and the
+// export file's folder. A refusal names the path and the reason.
+void Trainer::check_outputs() {
+  const bool writes_checkpoint_file = rank0_ || opts_.zero > 0 || grid_.dp_index() == 0;
+  // Rank 0 first: it creates the save folder the others then probe.
+  comm::agree(world_, [&] {
+    if (!rank0_) return;
+    if (!opts_.save_dir.empty()) require_writable_folder(opts_.save_dir, "--save", true);
+    if (!opts_.export_weights.empty())
+      require_writable_file(opts_.export_weights, "--export-weights");
+  });
+  comm::agree(world_, [&] {
+    if (!rank0_ && writes_checkpoint_file && !opts_.save_dir.empty())
+      require_writable_folder(opts_.save_dir, "--save", false);
+  });
+  if (rank0_ && !opts_.save_dir.empty()) {
+    const std::vector<std::string> gone = remove_leftovers(opts_.save_dir);
+    if (!gone.empty())
+      say("checkpoints: removed what an interrupted save or prune left in " + opts_.save_dir +
+          ": " + join(gone) + "\n");
+  }
 }
 
 Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const std::string& host,
@@ -209,7 +277,16 @@ void Trainer::restore() {
   }
   std::optional<std::string> dir;
   switch (opts_.resume.kind) {
-    case ResumeFrom::Kind::None: break;
+    case ResumeFrom::Kind::None:
+      if (!opts_.save_dir.empty() && rank0_) {
+        const std::vector<std::string> old = list_checkpoint_dirs(opts_.save_dir);
+        if (!old.empty())
+          say("WARNING: --save " + opts_.save_dir + " already holds " +
+              std::to_string(old.size()) + " checkpoint(s), the newest " + old.front() +
+              "; this run starts from step 0 (--resume none) and replaces them as it reaches "
+              "their steps (--resume auto would continue the newest)\n");
+      }
+      break;
     case ResumeFrom::Kind::Auto:
       dir = find_resume_checkpoint(world_, opts_.save_dir, log_);
       if (!dir) say("resume: no checkpoint in '" + opts_.save_dir + "', starting fresh\n");
