@@ -1,5 +1,8 @@
 #include "train/fault_injection.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -14,7 +17,7 @@ namespace {
 
 constexpr int kFaultExit = 7;
 
-enum class Fault : std::uint8_t { Backward, Checkpoint, Prune, NaN };
+enum class Fault : std::uint8_t { Backward, SigKill, Checkpoint, Prune, NaN };
 
 class FaultInjector final : public TrainObserver {
  public:
@@ -24,8 +27,9 @@ class FaultInjector final : public TrainObserver {
       model.backend().fill(model.params().params(), std::numeric_limits<double>::quiet_NaN());
   }
   void before_action(std::int64_t step, const pipeline::Action& a) override {
-    if (fault_ == Fault::Backward && step == step_ && a.kind == pipeline::ActionKind::Backward)
-      std::_Exit(kFaultExit);
+    if (step != step_ || a.kind != pipeline::ActionKind::Backward) return;
+    if (fault_ == Fault::Backward) std::_Exit(kFaultExit);
+    if (fault_ == Fault::SigKill) ::kill(::getpid(), SIGKILL);
   }
   void on_checkpoint_write(std::int64_t step) override {
     if (fault_ == Fault::Checkpoint && step == step_) std::_Exit(kFaultExit);
@@ -47,7 +51,8 @@ std::unique_ptr<TrainObserver> fault_injector_from_env(int world_rank) {
   const std::string text(v);
   Fault fault = Fault::Backward;
   std::string rest = text;
-  for (const auto& [name, kind] : {std::pair{"checkpoint,", Fault::Checkpoint},
+  for (const auto& [name, kind] : {std::pair{"sigkill,", Fault::SigKill},
+                                   std::pair{"checkpoint,", Fault::Checkpoint},
                                    std::pair{"prune,", Fault::Prune}, std::pair{"nan,", Fault::NaN}})
     if (text.rfind(name, 0) == 0) {
       fault = kind;
@@ -59,7 +64,7 @@ std::unique_ptr<TrainObserver> fault_injector_from_env(int world_rank) {
   require(std::sscanf(rest.c_str(), "rank=%d,step=%lld%c", &rank, &step, &tail) == 2 &&
               rank >= 0 && step >= 1,
           "WIOLA_FAULT_INJECT='", text,
-          "' is malformed (expected [checkpoint,|prune,|nan,]rank=R,step=S)");
+          "' is malformed (expected [sigkill,|checkpoint,|prune,|nan,]rank=R,step=S)");
   if (rank != world_rank) return nullptr;
   return std::make_unique<FaultInjector>(fault, step);
 }

@@ -4,12 +4,13 @@
 // half-written or half-deleted checkpoint is ever published, and that a run
 // whose numbers turned NaN stops without saving them:
 //   WIOLA_FAULT_INJECT="rank=R,step=S"             die at the first Backward of step S
+//   WIOLA_FAULT_INJECT="sigkill,rank=R,step=S"     the same, killed by SIGKILL
 //   WIOLA_FAULT_INJECT="checkpoint,rank=R,step=S"  die while writing its file of step S's checkpoint
 //   WIOLA_FAULT_INJECT="prune,rank=0,step=S"       die between renaming the checkpoints that step
 //                                                  S's save retires and deleting them
 //   WIOLA_FAULT_INJECT="nan,rank=R,step=S"         set the rank's parameters to NaN before step S
 // R is the world rank; dying is an abrupt exit with status 7 (no MPI
-// shutdown). The tool installs it as the run's observer when the variable is
+// shutdown), or SIGKILL. The tool installs it as the run's observer when the variable is
 // set; the training loop itself has no fault branches.
 #include <cstdint>
 #include <memory>

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     world.set_timeout(opts->comm_timeout);
+    // A rank that dies (SIGKILL, the OOM killer) ends the others at once,
+    // named, under srun as under mpirun.
+    mpi.watch_local_peers();
     wiola::install_stop_handlers();
     // Tests set WIOLA_FAULT_INJECT to kill a rank at a chosen moment.
     std::unique_ptr<wiola::TrainObserver> fault;
