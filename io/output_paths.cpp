@@ -16,11 +16,19 @@ namespace wiola {
 
 namespace {
 
-// Creates and removes a uniquely named hidden file in `dir`; "" when that
-// worked, else the system's reason.
+// Creates and removes a hidden file in `dir`, named after this host and
+// process (ranks on several hosts may probe one shared folder at once); ""
+// when that worked, else the system's reason.
 std::string probe(const fs::path& dir) {
-  const fs::path p = dir / (".wiola-write-test-" + std::to_string(::getpid()));
-  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const fs::path p =
+      dir / (".wiola-write-test-" + std::string(host) + "-" + std::to_string(::getpid()));
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) {  // left by a crashed process of the same name
+    ::unlink(p.c_str());
+    fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
   if (fd < 0) return std::strerror(errno);
   const bool wrote = ::write(fd, "x", 1) == 1;
   const int write_errno = errno;
