@@ -2,9 +2,9 @@
 # unwritable_outputs.sh WIOLA_TRAIN MPIRUN...: every output location is
 # checked before the first step. --save and --export-weights that cannot be
 # written (under a regular file, in /proc, a missing folder, a folder given as
-# a file name, a read-only mount) are refused at once with the path and the
-# reason, a non-zero exit and no training step taken, on one process and on
-# two ranks.
+# a file name, a read-only folder, a read-only mount) are refused at once with
+# the path and the reason, a non-zero exit and no training step taken, on one
+# process and on two ranks.
 set -u
 train=$1
 shift
@@ -53,6 +53,25 @@ if unshare -rm sh -c "mount -t tmpfs -o ro tmpfs '$dir/ro'" 2>/dev/null; then
 else
   echo "note: no private mount namespace here (unshare -rm); the read-only mount case was not run"
 fi
+
+# A read-only folder (mode 555), as a user the permissions apply to (root
+# bypasses them: the test drops to nobody when it runs as root).
+mkdir -p "$dir/ro555"
+chmod 755 "$dir"
+chmod 555 "$dir/ro555"
+as_user=()
+[ "$(id -u)" -eq 0 ] && as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+if "${as_user[@]}" "$train" --help >/dev/null 2>&1; then
+  refused "--save $dir/ro555/ck: cannot create the folder: Permission denied" \
+    "${as_user[@]}" "${one[@]}" --save "$dir/ro555/ck"
+  refused "--save $dir/ro555: cannot create files in it: Permission denied" \
+    "${as_user[@]}" "${one[@]}" --save "$dir/ro555"
+  refused "--export-weights $dir/ro555/w.h5: cannot create files in $dir/ro555: Permission denied" \
+    "${as_user[@]}" "${one[@]}" --export-weights "$dir/ro555/w.h5"
+else
+  echo "note: cannot run as an unprivileged user here; the read-only folder case was not run"
+fi
+chmod 755 "$dir/ro555"
 
 # The good case still trains, and --save creates its folder.
 "${one[@]}" --save "$dir/new/ck" --export-weights "$dir/w.h5" >"$dir/out" 2>"$dir/err" || fail "a writable run failed"
