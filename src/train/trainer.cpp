@@ -160,7 +160,7 @@ void Trainer::resolve_configuration() {
                  ? partition_layers(opts_.model, opts_.pp)
                  : parse_stage_layers(opts_.stage_layers, opts_.model, opts_.pp);
     if (backend_->device() == Device::CPU) require_memory_fits();
-  }, "another rank refused the configuration (see its message)");
+  }, "another rank refused the configuration");
   check_outputs();
 }
 
@@ -523,7 +523,9 @@ TrainSummary Trainer::run() {
     if (checkpoint_and_stop(step)) break;
   }
   summary_.completed = summary_.steps == total_steps_;
-  if (summary_.completed && skipped_in_a_row_ > 0)
+  // Ending (at the last step or --exit-after-step) on bad steps is a failure;
+  // a stop signal keeps its exit status (the last good checkpoint resumes).
+  if (skipped_in_a_row_ > 0 && summary_.stop_signal == 0)
     stop_nonfinite("the run ended with " + std::to_string(skipped_in_a_row_) +
                    " steps in a row whose loss or gradient norm was not finite");
   if (steady_steps_ > 0)
