@@ -37,6 +37,12 @@ const Identity& identity();
 std::string mpi_error_string(int rc);
 std::string format_seconds(double s);
 
+// The peer watch (peer_watch.cpp): watch_local_peers() (collective over the
+// world) records the ranks on this host whose processes this one can see;
+// dead_local_peer() names one of them that has died since ("" when none).
+void watch_local_peers();
+std::string dead_local_peer();
+
 // Checks an MPI call that is not tied to a communicator (init, finalize, world setup).
 void check_global(int rc, const char* call);
 

@@ -16,6 +16,14 @@ std::vector<std::string> split_list(std::string_view text);
 // Seconds rounded to a whole second as "m:ss", or "h:mm:ss" from an hour on.
 std::string duration_text(double seconds);
 
+// `bytes` safe to quote in a one-line message: well-formed UTF-8 text as it
+// is; control characters, DEL and bytes that are not UTF-8 as \xNN (a binary
+// file named where a text file belongs is not echoed raw to the terminal).
+std::string printable(std::string_view bytes);
+// The same line by line, the line breaks kept: what the tools print as an
+// error message, whatever file or option text it quotes.
+std::string printable_lines(std::string_view text);
+
 // The whole file. Throws wiola::Error "<path>: cannot read <what> (<reason>)".
 std::string read_text_file(const std::string& path, std::string_view what = "the file");
 // The same, or nullopt when the file cannot be read (the caller words the error).

@@ -58,8 +58,12 @@ std::vector<double> read_stage_params(CheckpointReader& reader, const ParamLayou
 // rank, naming what is wrong (missing or corrupt file, missing tensor, shape).
 CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& dir);
 
-// --resume auto: the newest complete checkpoint under save_dir whose files all
-// verify; corrupt or partial ones are reported on `log` (rank 0) and skipped.
+// --resume auto: the newest checkpoint (a step-N directory) under save_dir
+// whose files all verify; corrupt or incomplete ones are reported on `log`
+// (rank 0) and skipped. nullopt when there is none; when there are some but
+// none loads, throws CollectiveError naming each and why (a fresh start over
+// them must be asked for: --resume none). step-N.partial and hidden retired
+// directories are never considered.
 std::optional<std::string> find_resume_checkpoint(comm::Communicator& world,
                                                   const std::string& save_dir, std::ostream& log);
 

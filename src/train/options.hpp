@@ -77,6 +77,7 @@ struct TrainOptions {
   int log_interval = 10;
   int eval_interval = 100;
   int eval_batches = 8;
+  int max_nonfinite_steps = 5;  // consecutive steps with a non-finite loss or gradient norm
   std::string export_weights;
   int sample_every = 0;        // print a greedy continuation of sample_prompt every N steps (0: off)
   std::string sample_prompt;  // "" : kDefaultSamplePrompt (train/sample_text.hpp)
@@ -105,7 +106,10 @@ struct TrainOptions {
   std::int64_t resolved_train_tokens() const;  // from train_tokens / steps
   std::int64_t total_steps() const;
   int micro_batches_per_rank() const { return global_batch / (dp * micro_batch); }
-  void validate() const;  // cross-field checks, clear messages naming the flags
+  // Every numeric option against its range, NaN and infinity refused, each
+  // message leading with the option (parse_train_options runs it).
+  void check_values() const;
+  void validate() const;  // check_values() and the cross-field checks, naming the flags
 };
 
 // Parses argv (and --config FILE). Returns nullopt when the program should exit

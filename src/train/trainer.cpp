@@ -3,6 +3,8 @@
 // checkpoints and stopping, and the report at the end.
 #include "train/trainer.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,13 +23,16 @@
 #include "core/model_fields.hpp"
 #include "core/process_identity.hpp"
 #include "core/text.hpp"
+#include "io/checkpoint_store.hpp"
 #include "io/data_config.hpp"
+#include "io/output_paths.hpp"
 #include "io/weights_file.hpp"
 #include "model/flops.hpp"
 #include "model/param_report.hpp"
 #include "model/stage_model.hpp"
 #include "optim/clip.hpp"
 #include "optim/lr_schedule.hpp"
+#include "partition/cost_model.hpp"
 #include "partition/partition.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/backend_staging.hpp"
@@ -46,6 +51,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -53,10 +64,7 @@ double clock_seconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-// Consecutive steps with a non-finite gradient norm before the run gives up.
-constexpr int kMaxSkippedSteps = 5;
-
-// What one world all-reduce gives after a step.
+// What one world all-reduce gives after a step or an evaluation.
 struct StepTotals {
   double grad_norm = 0;  // sqrt of Σ g² over every rank's owned part
   double loss_sum = 0;   // Σ token losses over all ranks
@@ -74,6 +82,7 @@ class Trainer {
  private:
   // ---- setup ----
   void resolve_configuration();
+  void check_outputs();
   void restore();
   void print_plan() const;
   MemoryPlanInput memory_input(int stage) const;
@@ -88,6 +97,8 @@ class Trainer {
   bool checkpoint_and_stop(std::int64_t step);
   void report_times();
   std::vector<NamedArray> gather_weights();
+  bool params_finite();
+  [[noreturn]] void stop_nonfinite(const std::string& what) const;
   void export_weights();
   void print_sample(std::int64_t step);
   void say(const std::string& s) const {
@@ -138,6 +149,8 @@ void Trainer::resolve_configuration() {
     grid_ = comm::ProcessGrid::make(world_.size(), opts_.pp, opts_.dp, world_.rank());
     set_cpu_threads(opts_.threads);
     opts_.validate();  // before the data: its errors name flags, not files
+    if (opts_.resume.kind == ResumeFrom::Kind::Directory)
+      require_loadable_name(opts_.resume.directory);
     const DataConfig data{opts_.train_files, opts_.data_weights, opts_.val_files,
                           opts_.val_fraction, opts_.split_seed};
     train_data_ = train_spec(data);
@@ -174,6 +187,31 @@ void Trainer::resolve_configuration() {
             " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
             "or a higher --zero");
   }, "another rank refused the configuration (see its message)");
+  check_outputs();
+}
+
+// Every output location is checked before the first step, on every rank that
+// will write there: the save folder (created, as a save would) and the
+// export file's folder. A refusal names the path and the reason.
+void Trainer::check_outputs() {
+  const bool writes_checkpoint_file = rank0_ || opts_.zero > 0 || grid_.dp_index() == 0;
+  // Rank 0 first: it creates the save folder the others then probe.
+  comm::agree(world_, [&] {
+    if (!rank0_) return;
+    if (!opts_.save_dir.empty()) require_writable_folder(opts_.save_dir, "--save", true);
+    if (!opts_.export_weights.empty())
+      require_writable_file(opts_.export_weights, "--export-weights");
+  });
+  comm::agree(world_, [&] {
+    if (!rank0_ && writes_checkpoint_file && !opts_.save_dir.empty())
+      require_writable_folder(opts_.save_dir, "--save", false);
+  });
+  if (rank0_ && !opts_.save_dir.empty()) {
+    const std::vector<std::string> gone = remove_leftovers(opts_.save_dir);
+    if (!gone.empty())
+      say("checkpoints: removed what an interrupted save or prune left in " + opts_.save_dir +
+          ": " + join(gone) + "\n");
+  }
 }
 
 MemoryPlanInput Trainer::memory_input(int stage) const {
@@ -286,7 +324,16 @@ void Trainer::restore() {
   }
   std::optional<std::string> dir;
   switch (opts_.resume.kind) {
-    case ResumeFrom::Kind::None: break;
+    case ResumeFrom::Kind::None:
+      if (!opts_.save_dir.empty() && rank0_) {
+        const std::vector<std::string> old = list_checkpoint_dirs(opts_.save_dir);
+        if (!old.empty())
+          say("WARNING: --save " + opts_.save_dir + " already holds " +
+              std::to_string(old.size()) + " checkpoint(s), the newest " + old.front() +
+              "; this run starts from step 0 (--resume none) and replaces them as it reaches "
+              "their steps (--resume auto would continue the newest)\n");
+      }
+      break;
     case ResumeFrom::Kind::Auto:
       dir = find_resume_checkpoint(world_, opts_.save_dir, log_);
       if (!dir) say("resume: no checkpoint in '" + opts_.save_dir + "', starting fresh\n");
@@ -363,6 +410,7 @@ StepTotals Trainer::reduce_totals(const StageExecutor::Result& run) {
 // One optimizer step: the schedule's forwards and backwards, then the
 // gradient reduction, the global norm and loss, clipping and the update.
 StepRecord Trainer::train_step(std::int64_t step) {
+  if (observer_) observer_->before_step(step, *model_);
   model_->params().zero_grads();
 
   StageExecutor::Hooks hooks;
@@ -389,7 +437,8 @@ StepRecord Trainer::train_step(std::int64_t step) {
   const auto t_reduced = Clock::now();
   r.loss = totals.mean_loss();
   r.grad_norm = totals.grad_norm;
-  r.skipped = !std::isfinite(totals.grad_norm);  // every rank sees the same sum
+  // Every rank sees the same sums, so every rank skips the same steps.
+  r.skipped = !std::isfinite(totals.grad_norm) || !std::isfinite(r.loss);
   if (r.skipped)
     optimizer_->skip_step();
   else
@@ -428,9 +477,18 @@ EvalTotals Trainer::evaluate() {
 void Trainer::log_step(std::int64_t step, const StepRecord& r) {
   if (r.skipped) {
     ++skipped_in_a_row_;
-    say("step " + std::to_string(step) + ": gradient norm is not finite; update skipped\n");
-    require(skipped_in_a_row_ < kMaxSkippedSteps, kMaxSkippedSteps,
-            " steps in a row had NaN/Inf gradients; stopping");
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "step %lld: loss %g, gradient norm %g: not finite; update skipped (%d of at "
+                  "most %d in a row)\n",
+                  static_cast<long long>(step), r.loss, r.grad_norm, skipped_in_a_row_,
+                  opts_.max_nonfinite_steps);
+    say(buf);
+    if (skipped_in_a_row_ >= opts_.max_nonfinite_steps)
+      stop_nonfinite("steps " + std::to_string(step - skipped_in_a_row_ + 1) + ".." +
+                     std::to_string(step) + ": the loss or gradient norm was not finite " +
+                     std::to_string(skipped_in_a_row_) + " steps in a row (--max-nonfinite-steps " +
+                     std::to_string(opts_.max_nonfinite_steps) + ")");
   } else {
     skipped_in_a_row_ = 0;
   }
@@ -473,7 +531,14 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
   const bool save_now = !opts_.save_dir.empty() &&
                         (stop || exit_now || flags[1] || step == total_steps_ ||
                          (opts_.save_interval > 0 && step % opts_.save_interval == 0));
-  if (save_now) {
+  if (save_now && skipped_in_a_row_ > 0) {
+    say("checkpoint of step " + std::to_string(step) +
+        " not written: its loss or gradient norm is not finite (the last good checkpoint "
+        "stays" + (summary_.last_checkpoint.empty() ? "" : ": " + summary_.last_checkpoint) +
+        ")\n");
+  } else if (save_now) {
+    if (!params_finite())
+      stop_nonfinite("step " + std::to_string(step) + ": the parameters are not finite");
     CheckpointInfo saved;
     saved.step = step;
     saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.global_batch;
@@ -487,7 +552,7 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
   if (stop) {
     summary_.stop_signal = flags[0];
     say("stopping after step " + std::to_string(step) + " on signal " + std::to_string(flags[0]) +
-        (save_now ? "" : " (no --save directory: nothing was saved)") + "\n");
+        (opts_.save_dir.empty() ? " (no --save directory: nothing was saved)" : "") + "\n");
     return true;
   }
   if (exit_now) {
@@ -527,12 +592,46 @@ TrainSummary Trainer::run() {
     if (checkpoint_and_stop(step)) break;
   }
   summary_.completed = summary_.steps == total_steps_;
+  // Ending (at the last step or --exit-after-step) on bad steps is a failure;
+  // a stop signal keeps its exit status (the last good checkpoint resumes).
+  if (skipped_in_a_row_ > 0 && summary_.stop_signal == 0)
+    stop_nonfinite("the run ended with " + std::to_string(skipped_in_a_row_) +
+                   " steps in a row whose loss or gradient norm was not finite");
   if (steady_steps_ > 0)
     summary_.tokens_per_second = double(steady_steps_) * opts_.global_batch * opts_.model.T /
                                  seconds_between(t_steady_, Clock::now());
   report_times();
-  if (!opts_.export_weights.empty() && summary_.completed) export_weights();
+  if (!opts_.export_weights.empty() && summary_.completed) {
+    if (!params_finite()) stop_nonfinite("the final parameters are not finite");
+    export_weights();
+  }
   return summary_;
+}
+
+// True on every rank when every rank's parameters (its optimizer's range) are
+// finite: one all-reduce of the sums of squares.
+bool Trainer::params_finite() {
+  Backend& be = *backend_;
+  be.fill(totals_, 0.0);
+  be.sum_squares(optimizer_->master(), totals_.cols_slice(0, 1));
+  world_.allreduce(totals_, comm::ReduceOp::Sum);
+  double host[3];
+  be.to_host(totals_, host);
+  return std::isfinite(host[0]);
+}
+
+// Ends the run on every rank (they all see the same reduced values) without
+// writing anything: no checkpoint or export of non-finite weights.
+void Trainer::stop_nonfinite(const std::string& what) const {
+  std::string where;
+  if (!summary_.last_checkpoint.empty())
+    where = "the last good checkpoint is " + summary_.last_checkpoint;
+  else if (!opts_.save_dir.empty())
+    where = "no checkpoint was written before it";
+  else
+    where = "nothing was saved (no --save)";
+  throw CollectiveError(what + "; stopping without saving: " + where +
+                        " (lower --lr, or check the data)");
 }
 
 // Per-stage time split, averaged over each stage's replicas, with the drain

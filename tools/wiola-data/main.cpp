@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace {
 
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
                 "' (expected train-tokenizer, encode, import, inspect, build-embedded or bench; "
                 "see --help)");
   } catch (const std::exception& e) {
-    std::cerr << "wiola-data: " << e.what() << "\n";
+    std::cerr << "wiola-data: " << wiola::printable_lines(e.what()) << "\n";
     return 1;
   }
 }

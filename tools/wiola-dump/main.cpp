@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "io/h5.hpp"
 #include "io/weights_file.hpp"
 #include "core/param_names.hpp"
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "wiola-dump: " << e.what() << "\n";
+    std::cerr << "wiola-dump: " << wiola::printable_lines(e.what()) << "\n";
     return 2;
   }
 }

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "io/checkpoint_io.hpp"
 #include "io/checkpoint_store.hpp"
 #include "io/safetensors.hpp"
@@ -299,7 +300,7 @@ int main(int argc, char** argv) {
                  "import-safetensors|compare ... (see tools/wiola-reshard/main.cpp)\n";
     return cmd.empty() || cmd == "--help" || cmd == "-h" ? 0 : 2;
   } catch (const std::exception& e) {
-    std::cerr << "wiola-reshard: " << e.what() << "\n";
+    std::cerr << "wiola-reshard: " << wiola::printable_lines(e.what()) << "\n";
     return 2;
   }
 }
