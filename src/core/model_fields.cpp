@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace wiola {
 
@@ -70,10 +71,7 @@ std::string ModelField::text(const ModelConfig& c) const {
         if constexpr (std::is_same_v<T, int>) {
           return std::to_string(v);
         } else if constexpr (std::is_same_v<T, double>) {
-          std::ostringstream os;
-          os.precision(17);
-          os << v;
-          return os.str();
+          return shortest_real(v);
         } else if constexpr (std::is_same_v<T, SummaryMode>) {
           return std::string(summary_mode_name(v));
         } else {

@@ -44,8 +44,8 @@ struct ModelField {
   double get_real(const ModelConfig& c) const;    // kind Real
   void set_int(ModelConfig& c, int v) const;      // kind Int
   void set_real(ModelConfig& c, double v) const;  // kind Real
-  // Any kind as text: integers in decimal, reals with 17 significant digits
-  // (they read back exactly), choices by name ("causal").
+  // Any kind as text: integers in decimal, reals in the shortest text that
+  // reads back exactly (core/text.hpp shortest_real), choices by name ("causal").
   std::string text(const ModelConfig& c) const;
   // Choices (and only choices) from text; throws wiola::Error for an unknown name.
   void set_choice(ModelConfig& c, std::string_view name) const;
