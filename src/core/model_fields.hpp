@@ -32,7 +32,10 @@ struct ModelField {
 
   const char* key;       // option and INI key: "kv-heads"
   const char* file_key;  // weights-file attribute and config.json key: "Hkv"
-  const char* hf_key;    // the Hugging Face name config.json also carries, or nullptr
+  // Its name in a Hugging Face config.json: the standard key where there is
+  // one (hidden_size, rope_theta, ...), a descriptive one for the DSFF widths;
+  // nullptr: config.json uses file_key (the SPEC's Wiola-only fields: k_s, tau, ...).
+  const char* hf_key;
   FieldSet scope;        // the narrowest set it belongs to: Shape ⊂ Stored ⊂ All
   Member member;
   const char* help;      // the option's description (wiola-train --help)
