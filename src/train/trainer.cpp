@@ -360,6 +360,7 @@ void Trainer::print_plan() const {
   CostModel cost;
   cost.microbatch_tokens = std::int64_t(opts_.micro_batch) * cfg.T;
   cost.microbatches = microbatches_;
+  cost.hold_all_microbatches = opts_.schedule == pipeline::ScheduleKind::GPipe;
   cost.bytes_per_activation = double(dtype_size(opts_.dtype));
   os << describe_partition(cfg, specs_, cost);
   for (int s = 0; s < grid_.pp; ++s)
