@@ -57,8 +57,7 @@ void write_model_json(nlohmann::json& j, const ModelConfig& c) {
       case FieldKind::Real: v = m.get_real(c); break;
       case FieldKind::Choice: v = m.text(c); break;
     }
-    j[m.file_key] = v;
-    if (m.hf_key) j[m.hf_key] = v;
+    j[m.hf_key ? m.hf_key : m.file_key] = v;  // each value once
   }
 }
 
@@ -67,7 +66,14 @@ ModelConfig read_model_json(const nlohmann::json& j) {
   c.preset = "safetensors";
   for (const ModelField& m : model_fields()) {
     if (!m.in(FieldSet::Stored)) continue;
-    const nlohmann::json& v = j.at(m.file_key);
+    // The config.json name first, then the file key (files written before
+    // config.json took the standard names carry both or only the file key).
+    const char* key = m.hf_key && j.contains(m.hf_key) ? m.hf_key : m.file_key;
+    if (!j.contains(key)) {
+      if (m.hf_key) fail("'", m.hf_key, "' (or '", m.file_key, "') not found");
+      fail("'", m.file_key, "' not found");
+    }
+    const nlohmann::json& v = j.at(key);
     switch (m.kind()) {
       case FieldKind::Int: m.set_int(c, v.get<int>()); break;
       case FieldKind::Real: m.set_real(c, v.get<double>()); break;

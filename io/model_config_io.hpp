@@ -20,12 +20,14 @@ void write_model_attrs(h5::File& f, const ModelConfig& c);
 // "file". Throws naming the file and the attribute; does not validate.
 ModelConfig read_model_attrs(const h5::File& f);
 
-// The same fields as JSON members, plus the usual Hugging Face names of those
-// that have one (hidden_size, num_hidden_layers, ...).
+// The same fields as JSON members, each once: under its Hugging Face name
+// where the table has one (hidden_size, num_hidden_layers, rope_theta, ...),
+// else under its file key (k_s, tau, summary, ...).
 void write_model_json(nlohmann::json& j, const ModelConfig& c);
-// Reads the fields under their file keys (the Hugging Face names are not
-// read); preset "safetensors". Throws nlohmann::json exceptions for missing or
-// mistyped members and wiola::Error for an unknown choice; does not validate.
+// Reads every field under its Hugging Face name or, failing that, its file
+// key, so config.json files of either spelling load; preset "safetensors".
+// Throws wiola::Error naming a missing field, nlohmann::json exceptions for
+// mistyped members, wiola::Error for an unknown choice; does not validate.
 ModelConfig read_model_json(const nlohmann::json& j);
 
 }  // namespace wiola

@@ -49,7 +49,24 @@ std::string missing_folder(const fs::path& dir) {
   return "the folder " + dir.string() + " does not exist";
 }
 
+// The nearest existing folder at or above `p`; refuses a file in the way.
+fs::path nearest_existing_folder(const fs::path& p, const std::string& path,
+                                 std::string_view option) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(p, ec);
+  while (!dir.empty() && !fs::exists(dir, ec) && dir != dir.root_path()) dir = dir.parent_path();
+  require(fs::is_directory(dir, ec), option, " ", path, ": ", dir.string(), " is not a folder");
+  return dir;
+}
+
 }  // namespace
+
+void require_creatable_folder(const std::string& dir, std::string_view option) {
+  require(!dir.empty(), option, ": an empty path");
+  const fs::path base = nearest_existing_folder(dir, dir, option);
+  const std::string why = probe(base);
+  require(why.empty(), option, " ", dir, ": cannot create files in ", base.string(), ": ", why);
+}
 
 void require_writable_folder(const std::string& dir, std::string_view option, bool create) {
   require(!dir.empty(), option, ": an empty path");
@@ -78,6 +95,22 @@ void require_writable_file(const std::string& path, std::string_view option) {
   const std::string why = probe(parent);
   require(why.empty(), option, " ", path, ": cannot create files in ", parent.string(), ": ",
           why);
+}
+
+void require_appendable_file(const std::string& path, std::string_view option) {
+  require(!path.empty(), option, ": an empty path");
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::exists(st)) {
+    require(!fs::is_directory(st), option, " ", path, ": is a folder, not a file name");
+    require(::access(p.c_str(), W_OK) == 0, option, " ", path, ": cannot be written (",
+            std::strerror(errno), ")");
+    return;
+  }
+  const fs::path dir = nearest_existing_folder(fs::absolute(p, ec).parent_path(), path, option);
+  const std::string why = probe(dir);
+  require(why.empty(), option, " ", path, ": cannot create files in ", dir.string(), ": ", why);
 }
 
 }  // namespace wiola

@@ -75,7 +75,9 @@ StageCost stage_cost(const ModelConfig& c, const StageSpec& s, int stage, int pp
   double elems = s.num_layers() * activation_elements_per_token_per_layer(c);
   if (s.head) elems += head_activation_elements_per_token(c);
   r.activation_bytes_per_token = elems * m.bytes_per_activation;
-  r.in_flight = m.microbatches > 0 ? std::min(pp - stage, m.microbatches) : pp - stage;
+  r.in_flight = m.microbatches > 0 ? (m.hold_all_microbatches ? m.microbatches
+                                                              : std::min(pp - stage, m.microbatches))
+                                    : pp - stage;
   const double tokens = m.microbatch_tokens > 0 ? double(m.microbatch_tokens) : double(c.T);
   r.activation_bytes = r.activation_bytes_per_token * tokens * r.in_flight;
   return r;

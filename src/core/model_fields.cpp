@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace wiola {
 
@@ -15,22 +16,22 @@ constexpr FieldSet kShape = FieldSet::Shape, kStored = FieldSet::Stored, kAll = 
 
 // clang-format off
 const ModelField kFields[] = {
-  // key        file key  Hugging Face name          scope    member         help
+  // key        file key  config.json name           scope    member         help
   {"d",         "d",      "hidden_size",             kShape,  &C::d,        "hidden width (overrides the preset)"},
   {"layers",    "L",      "num_hidden_layers",       kShape,  &C::L,        "number of layers L"},
   {"heads",     "H",      "num_attention_heads",     kShape,  &C::H,        "query heads H"},
   {"kv-heads",  "Hkv",    "num_key_value_heads",     kShape,  &C::Hkv,      "key/value heads Hkv"},
-  {"dsff-a",    "dA",     nullptr,                   kShape,  &C::dA,       "DSFF narrow width dA"},
-  {"dsff-b",    "dB",     nullptr,                   kShape,  &C::dB,       "DSFF wide width dB"},
+  {"dsff-a",    "dA",     "dsff_narrow_intermediate_size", kShape,  &C::dA,       "DSFF narrow width dA"},
+  {"dsff-b",    "dB",     "dsff_wide_intermediate_size", kShape,  &C::dB,       "DSFF wide width dB"},
   {"vocab",     "V",      "vocab_size",              kShape,  &C::V,        "vocabulary size V (default: the dataset's)"},
   {"seq-len",   "T",      "max_position_embeddings", kStored, &C::T,        "context length T"},
-  {"theta0",    "theta0", nullptr,                   kStored, &C::theta0,   "SRPE base theta"},
+  {"theta0",    "theta0", "rope_theta",              kStored, &C::theta0,   "SRPE base theta"},
   {"k-s",       "k_s",    nullptr,                   kStored, &C::k_s,      "SRPE spiral divisor k_s"},
   {"a-s",       "a_s",    nullptr,                   kStored, &C::a_s,      "SRPE radial amplitude a_s"},
   {"f-s",       "f_s",    nullptr,                   kStored, &C::f_s,      "SRPE radial frequency f_s"},
   {"tau",       "tau",    nullptr,                   kStored, &C::tau,      "ATM merge threshold"},
   {"lambda",    "Lambda", nullptr,                   kStored, &C::Lambda,   "GCLA lookback (summaries per context)"},
-  {"norm-eps",  "eps",    nullptr,                   kStored, &C::eps,      "WRMSNorm epsilon"},
+  {"norm-eps",  "eps",    "rms_norm_eps",            kStored, &C::eps,      "WRMSNorm epsilon"},
   {"summary",   "summary", nullptr,                  kStored, &C::summary,  "GCLA summaries: causal (default) | sequence (paper-literal, leaks)"},
   {"atm",       "atm",    nullptr,                   kStored, &C::atm,      "token merging: causal (default) | paper (paper-literal, leaks) | off"},
   {"init-std",  "init_std", nullptr,                 kAll,    &C::init_std, "std of the normal initialisation"},
@@ -70,10 +71,7 @@ std::string ModelField::text(const ModelConfig& c) const {
         if constexpr (std::is_same_v<T, int>) {
           return std::to_string(v);
         } else if constexpr (std::is_same_v<T, double>) {
-          std::ostringstream os;
-          os.precision(17);
-          os << v;
-          return os.str();
+          return shortest_real(v);
         } else if constexpr (std::is_same_v<T, SummaryMode>) {
           return std::string(summary_mode_name(v));
         } else {

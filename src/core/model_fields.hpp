@@ -32,7 +32,10 @@ struct ModelField {
 
   const char* key;       // option and INI key: "kv-heads"
   const char* file_key;  // weights-file attribute and config.json key: "Hkv"
-  const char* hf_key;    // the Hugging Face name config.json also carries, or nullptr
+  // Its name in a Hugging Face config.json: the standard key where there is
+  // one (hidden_size, rope_theta, ...), a descriptive one for the DSFF widths;
+  // nullptr: config.json uses file_key (the SPEC's Wiola-only fields: k_s, tau, ...).
+  const char* hf_key;
   FieldSet scope;        // the narrowest set it belongs to: Shape ⊂ Stored ⊂ All
   Member member;
   const char* help;      // the option's description (wiola-train --help)
@@ -44,8 +47,8 @@ struct ModelField {
   double get_real(const ModelConfig& c) const;    // kind Real
   void set_int(ModelConfig& c, int v) const;      // kind Int
   void set_real(ModelConfig& c, double v) const;  // kind Real
-  // Any kind as text: integers in decimal, reals with 17 significant digits
-  // (they read back exactly), choices by name ("causal").
+  // Any kind as text: integers in decimal, reals in the shortest text that
+  // reads back exactly (core/text.hpp shortest_real), choices by name ("causal").
   std::string text(const ModelConfig& c) const;
   // Choices (and only choices) from text; throws wiola::Error for an unknown name.
   void set_choice(ModelConfig& c, std::string_view name) const;

@@ -1,6 +1,7 @@
 #include "core/text.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,44 @@
 #include "core/error.hpp"
 
 namespace wiola {
+
+std::string shortest_real(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  // "3e-04" -> "3e-4", "1e+20" -> "1e20": the exponent as a person writes it.
+  const std::size_t e = s.find('e');
+  if (e != std::string::npos) {
+    std::string mant = s.substr(0, e), exp = s.substr(e + 1);
+    const bool neg = !exp.empty() && exp[0] == '-';
+    if (!exp.empty() && (exp[0] == '-' || exp[0] == '+')) exp.erase(0, 1);
+    while (exp.size() > 1 && exp[0] == '0') exp.erase(0, 1);
+    s = mant + "e" + (neg ? "-" : "") + exp;
+  }
+  return s;
+}
+
+namespace {
+
+// num_put that writes doubles through shortest_real (other types as usual).
+class ShortestRealPut : public std::num_put<char> {
+ protected:
+  iter_type do_put(iter_type out, std::ios_base& str, char fill, double v) const override {
+    (void)str;
+    (void)fill;
+    for (char c : shortest_real(v)) *out++ = c;
+    return out;
+  }
+  iter_type do_put(iter_type out, std::ios_base& str, char fill, long double v) const override {
+    return do_put(out, str, fill, static_cast<double>(v));
+  }
+};
+
+}  // namespace
+
+std::locale shortest_real_locale(const std::locale& base) {
+  return std::locale(base, new ShortestRealPut);
+}
 
 namespace {
 

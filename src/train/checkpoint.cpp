@@ -14,15 +14,9 @@
 #include "io/checkpoint_store.hpp"
 #include "core/param_names.hpp"
 
-#ifndef WIOLA_CODE_VERSION
-#define WIOLA_CODE_VERSION "unknown"
-#endif
-
 namespace fs = std::filesystem;
 
 namespace wiola {
-
-std::string code_version() { return WIOLA_CODE_VERSION; }
 
 namespace {
 

@@ -14,6 +14,7 @@
 #include "comm/communicator.hpp"
 #include "comm/process_grid.hpp"
 #include "io/checkpoint_io.hpp"
+#include "core/version.hpp"  // code_version(), recorded in every checkpoint
 #include "model/stage_model.hpp"
 #include "train/train_observer.hpp"
 #include "train/zero_optimizer.hpp"
@@ -66,8 +67,5 @@ CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& 
 // directories are never considered.
 std::optional<std::string> find_resume_checkpoint(comm::Communicator& world,
                                                   const std::string& save_dir, std::ostream& log);
-
-// The version string recorded in checkpoints.
-std::string code_version();
 
 }  // namespace wiola

@@ -9,7 +9,9 @@
 #include "core/ini.hpp"
 #include "core/model_fields.hpp"
 #include "core/model_options.hpp"
+#include "core/option_help.hpp"
 #include "core/text.hpp"
+#include "core/version.hpp"
 #include "io/data_sources.hpp"
 
 #ifndef WIOLA_EMBEDDED_TRAIN
@@ -245,7 +247,7 @@ std::vector<std::string> file_list(const std::vector<std::string>& items) {
 
 std::string to_ini(const TrainOptions& o) {
   std::ostringstream os;
-  os.precision(17);
+  os.imbue(shortest_real_locale());  // 3e-4, not 0.00029999999999999997; reads back exactly
   os << "preset = " << o.model.preset << "\n";
   write_model_ini(os, o.model);
   os << "device = " << device_choice_name(o.device) << "\ndtype = "
@@ -295,8 +297,10 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   po::options_description general("General");
   general.add_options()
       ("help,h", "print this help and exit")
+      ("version", "print the version and exit")
       ("config", po::value(&config_file), "INI-style file of `option = value` lines; the command line wins")
-      ("print-params", po::bool_switch(&o.print_params), "print the model's exact parameter count per component and exit");
+      ("print-params", po::bool_switch(&o.print_params), "print the model's exact parameter count per component and exit")
+      ("dry-run", po::bool_switch(&o.dry_run), "check the configuration, data, layout, memory estimate and output paths, print the plan and exit without training");
 
   po::options_description model("Model");
   model.add_options()
@@ -339,6 +343,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("eval-batches", po::value(&o.eval_batches)->default_value(8), "micro-batches per validation")
       ("max-nonfinite-steps", po::value(&o.max_nonfinite_steps)->default_value(5), "stop with an error after this many steps in a row whose loss or gradient norm is NaN/Inf (no checkpoint of such a step is written)")
       ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)")
+      ("metrics", po::value(&o.metrics_file), "append the run's records to this JSON Lines file (configuration, logged steps, validation, checkpoints; tools/wiola-plot draws it)")
       ("sample-every", po::value(&o.sample_every)->default_value(0), "every N steps rank 0 prints a 32-token greedy continuation of --sample-prompt (0: never)")
       ("sample-prompt", po::value(&o.sample_prompt), "the prompt of --sample-every (default: \"You will be\", a frequent start of the embedded fortunes)");
 
@@ -364,6 +369,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
 
   po::options_description all;
   all.add(general).add(model).add(data).add(training).add(logging).add(checkpoints).add(parallel);
+  tidy_real_defaults(all);
 
   po::variables_map vm;
   try {
@@ -372,6 +378,10 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       out << "Usage: wiola-train [options]\n\nTrains a Wiola model. Every option can also be set in "
              "a --config file.\n"
           << all << "\n";
+      return std::nullopt;
+    }
+    if (vm.count("version")) {
+      print_version(out, "wiola-train");
       return std::nullopt;
     }
     if (ini_text) store_ini(*ini_text, "recorded configuration", all, vm);

@@ -81,7 +81,9 @@ struct TrainOptions {
   std::string export_weights;
   int sample_every = 0;        // print a greedy continuation of sample_prompt every N steps (0: off)
   std::string sample_prompt;  // "" : kDefaultSamplePrompt (train/sample_text.hpp)
+  std::string metrics_file;  // --metrics: JSON Lines of the run (train/metrics_log.hpp)
   bool print_params = false;
+  bool dry_run = false;      // check everything, print the plan, train nothing
   int threads = 0;  // 0: leave OpenMP/BLAS defaults
 
   // Checkpoints
@@ -113,7 +115,7 @@ struct TrainOptions {
 };
 
 // Parses argv (and --config FILE). Returns nullopt when the program should exit
-// successfully right away (--help), after printing to `out`. Throws wiola::Error
+// successfully right away (--help, --version), after printing to `out`. Throws wiola::Error
 // for unknown options, malformed values and inconsistent settings.
 std::optional<TrainOptions> parse_train_options(int argc, const char* const* argv,
                                                 std::ostream& out);

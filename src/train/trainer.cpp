@@ -38,10 +38,12 @@
 #include "train/backend_staging.hpp"
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
+#include "train/data_summary.hpp"
 #include "train/device_choice.hpp"
 #include "train/evaluation.hpp"
 #include "train/memory_plan.hpp"
 #include "train/sample_text.hpp"
+#include "train/metrics_log.hpp"
 #include "train/stop_signal.hpp"
 #include "train/zero_optimizer.hpp"
 
@@ -101,6 +103,11 @@ class Trainer {
   [[noreturn]] void stop_nonfinite(const std::string& what) const;
   void export_weights();
   void print_sample(std::int64_t step);
+  void open_metrics();
+  // Tokens the run has trained on after `step` (a resumed run's earlier ones included).
+  std::int64_t tokens_seen(std::int64_t step) const {
+    return (sample_base_ + (step - start_step_ + 1) * opts_.global_batch) * opts_.model.T;
+  }
   void say(const std::string& s) const {
     if (rank0_) log_ << s << std::flush;
   }
@@ -130,11 +137,14 @@ class Trainer {
   std::int64_t start_step_ = 1, sample_base_ = 0;
   std::string device_description_;
   MemoryEstimate memory_;
+  DataSummary data_;
+  MetricsLog metrics_;  // --metrics, rank 0
   Tensor totals_;  // F64 [1, 3]: Σ g², Σ loss, tokens (backend memory)
   StageExecutor::Result last_run_;  // the latest step's, for observers
 
   TrainSummary summary_;
   TimeSplit times_;  // over steps after the first
+  TimeSplit first_times_;  // the first step's, reported when it is the only one
   std::int64_t steady_steps_ = 0;
   Clock::time_point t_start_, t_steady_, t_window_, t_saved_;
   double window_loss_ = 0, window_tokens_ = 0;
@@ -156,6 +166,9 @@ void Trainer::resolve_configuration() {
     train_data_ = train_spec(data);
     val_data_ = val_spec(data);
     const TokenDataset probe(*train_data_, opts_.model.T);
+    data_.train_files = train_data_->sources.all_files();
+    data_.train_tokens = probe.num_tokens();
+    data_.train_windows = probe.num_windows();
     if (!opts_.vocab_explicit) {
       opts_.model.V = probe.vocab_size();
     } else {
@@ -163,7 +176,15 @@ void Trainer::resolve_configuration() {
               " is smaller than the vocabulary of ", opts_.train_files.front(), " (",
               probe.vocab_size(), ")");
     }
-    if (val_data_) require_same_tokenizer(probe, TokenDataset(*val_data_, opts_.model.T));
+    if (val_data_) {
+      const TokenDataset val(*val_data_, opts_.model.T);
+      require_same_tokenizer(probe, val);
+      data_.val_files = val_data_->sources.all_files();
+      data_.val_tokens = val.num_tokens();
+      data_.val_windows = val.num_windows();
+      data_.val_held_out = opts_.val_fraction > 0;
+    }
+    if (rank0_ && !opts_.metrics_file.empty()) require_appendable_file(opts_.metrics_file, "--metrics");
     opts_.validate();
     if (opts_.sample_every > 0 && rank0_)
       sampler_ = std::make_unique<TrainingSampler>(
@@ -198,15 +219,20 @@ void Trainer::check_outputs() {
   // Rank 0 first: it creates the save folder the others then probe.
   comm::agree(world_, [&] {
     if (!rank0_) return;
-    if (!opts_.save_dir.empty()) require_writable_folder(opts_.save_dir, "--save", true);
+    if (!opts_.save_dir.empty()) {
+      if (opts_.dry_run)
+        require_creatable_folder(opts_.save_dir, "--save");
+      else
+        require_writable_folder(opts_.save_dir, "--save", true);
+    }
     if (!opts_.export_weights.empty())
       require_writable_file(opts_.export_weights, "--export-weights");
   });
   comm::agree(world_, [&] {
-    if (!rank0_ && writes_checkpoint_file && !opts_.save_dir.empty())
+    if (!rank0_ && writes_checkpoint_file && !opts_.save_dir.empty() && !opts_.dry_run)
       require_writable_folder(opts_.save_dir, "--save", false);
   });
-  if (rank0_ && !opts_.save_dir.empty()) {
+  if (rank0_ && !opts_.save_dir.empty() && !opts_.dry_run) {
     const std::vector<std::string> gone = remove_leftovers(opts_.save_dir);
     if (!gone.empty())
       say("checkpoints: removed what an interrupted save or prune left in " + opts_.save_dir +
@@ -259,6 +285,11 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   const ModelConfig& cfg = opts_.model;
   microbatches_ = opts_.micro_batches_per_rank();
   total_steps_ = opts_.total_steps();
+  data_.budget_tokens = total_steps_ * opts_.global_batch * cfg.T;
+  if (opts_.dry_run) {  // everything is checked; nothing is allocated
+    print_plan();
+    return;
+  }
 
   backend_->reserve_memory(static_cast<std::size_t>(memory_.total()));
   if (backend_->device() != Device::CPU)
@@ -304,6 +335,35 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
       opts_.lr, opts_.min_lr,
       static_cast<std::int64_t>(std::llround(opts_.warmup_frac * double(total_steps_))),
       total_steps_};
+  open_metrics();
+}
+
+// --metrics: rank 0 appends to the file; the first record is the configuration.
+void Trainer::open_metrics() {
+  if (!rank0_ || opts_.metrics_file.empty()) return;
+  metrics_ = MetricsLog(opts_.metrics_file);
+  MetricsRunInfo info;
+  info.version = code_version();
+  info.options_ini = to_ini(opts_);
+  info.device = device_description_;
+  info.model = opts_.model;
+  info.params = param_count(opts_.model);
+  info.training_flops_per_token = training_flops_per_token(opts_.model);
+  info.pp = grid_.pp;
+  info.dp = grid_.dp;
+  info.zero = opts_.zero;
+  info.schedule = std::string(pipeline::schedule_kind_name(opts_.schedule));
+  info.dtype = std::string(dtype_name(opts_.dtype));
+  info.micro_batch = opts_.micro_batch;
+  info.global_batch = opts_.global_batch;
+  info.microbatches = microbatches_;
+  info.stages = specs_;
+  info.data = data_;
+  info.total_steps = total_steps_;
+  info.tokens_per_step = std::int64_t(opts_.global_batch) * opts_.model.T;
+  info.first_step = start_step_;
+  if (start_step_ > 1) info.resumed_from = summary_.last_checkpoint;
+  metrics_.config(info);
 }
 
 // --init-weights: parameters from a weights file (wiola-dump's format, e.g.
@@ -366,12 +426,14 @@ void Trainer::print_plan() const {
      << " per replica per step\n"
      << "  global batch " << opts_.global_batch << " sequences = "
      << std::int64_t(opts_.global_batch) * cfg.T << " tokens; " << total_steps_
-     << " steps = " << total_steps_ * opts_.global_batch * cfg.T << " tokens\n";
+     << " steps = " << total_steps_ * opts_.global_batch * cfg.T << " tokens\n"
+     << data_.describe();
   for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
   if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_)) os << "WARNING: " << *w << "\n";
   CostModel cost;
   cost.microbatch_tokens = std::int64_t(opts_.micro_batch) * cfg.T;
   cost.microbatches = microbatches_;
+  cost.hold_all_microbatches = opts_.schedule == pipeline::ScheduleKind::GPipe;
   cost.bytes_per_activation = double(dtype_size(opts_.dtype));
   os << describe_partition(cfg, specs_, cost);
   for (int s = 0; s < grid_.pp; ++s)
@@ -504,15 +566,18 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
   const double dt = seconds_between(t_window_, now), elapsed = seconds_between(t_start_, now);
   const double tps = window_tokens_ / std::max(dt, 1e-9);
   const double eta = elapsed / double(step - start_step_ + 1) * double(total_steps_ - step);
+  const double flops = tps * training_flops_per_token(opts_.model);
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "step %6lld/%lld | loss %.4f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
+                "step %6lld/%lld | tokens %s | loss %.6f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
                 "GFLOP/s %6.2f | elapsed %s | eta %s\n",
                 static_cast<long long>(step), static_cast<long long>(total_steps_),
-                window_loss_ / window_steps_, lr_.at(step), r.grad_norm, tps,
-                tps * training_flops_per_token(opts_.model) / 1e9, duration_text(elapsed).c_str(),
+                si_count(double(tokens_seen(step))).c_str(), window_loss_ / window_steps_,
+                lr_.at(step), r.grad_norm, tps, flops / 1e9, duration_text(elapsed).c_str(),
                 duration_text(eta).c_str());
   say(buf);
+  metrics_.step({step, tokens_seen(step), window_loss_ / window_steps_, r.loss, lr_.at(step),
+                 r.grad_norm, tps, flops, elapsed, window_steps_, r.skipped});
   t_window_ = Clock::now();
   window_loss_ = window_tokens_ = 0;
   window_steps_ = 0;
@@ -539,6 +604,7 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
   } else if (save_now) {
     if (!params_finite())
       stop_nonfinite("step " + std::to_string(step) + ": the parameters are not finite");
+    const auto t_save = Clock::now();
     CheckpointInfo saved;
     saved.step = step;
     saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.global_batch;
@@ -548,6 +614,10 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
     summary_.last_checkpoint = save_checkpoint(ckpt, opts_.save_dir, saved, opts_.keep);
     t_saved_ = Clock::now();
     say("checkpoint: " + summary_.last_checkpoint + "\n");
+    if (metrics_.enabled())
+      metrics_.checkpoint(step, tokens_seen(step), summary_.last_checkpoint,
+                          seconds_between(t_save, t_saved_),
+                          directory_bytes(summary_.last_checkpoint));
   }
   if (stop) {
     summary_.stop_signal = flags[0];
@@ -565,12 +635,18 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
 TrainSummary Trainer::run() {
   summary_.first_step = start_step_;
   summary_.stages = specs_;
+  if (opts_.dry_run) {
+    say("dry run: the configuration, data, layout, memory estimate and output paths are fine; "
+        "nothing was trained or written\n");
+    return summary_;
+  }
   const bool can_eval = val_data_.has_value();
   t_start_ = t_steady_ = t_window_ = t_saved_ = Clock::now();
   for (std::int64_t step = start_step_; step <= total_steps_; ++step) {
     const StepRecord r = train_step(step);
     if (step == start_step_) {
       t_steady_ = Clock::now();
+      first_times_ = r.times;
     } else {
       times_ += r.times;
       ++steady_steps_;
@@ -587,6 +663,7 @@ TrainSummary Trainer::run() {
       std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f | perplexity %.2f\n",
                     static_cast<long long>(step), val.mean_loss(), val.perplexity());
       say(buf);
+      metrics_.validation(step, tokens_seen(step), summary_.last_val_loss);
     }
     if (opts_.sample_every > 0 && step % opts_.sample_every == 0) print_sample(step);
     if (checkpoint_and_stop(step)) break;
@@ -597,9 +674,14 @@ TrainSummary Trainer::run() {
   if (skipped_in_a_row_ > 0 && summary_.stop_signal == 0)
     stop_nonfinite("the run ended with " + std::to_string(skipped_in_a_row_) +
                    " steps in a row whose loss or gradient norm was not finite");
+  // Over the steps after the first (which warms caches and allocators up); a
+  // run of one step has only that one to report.
   if (steady_steps_ > 0)
     summary_.tokens_per_second = double(steady_steps_) * opts_.global_batch * opts_.model.T /
                                  seconds_between(t_steady_, Clock::now());
+  else if (summary_.steps >= start_step_)
+    summary_.tokens_per_second =
+        double(opts_.global_batch) * opts_.model.T / seconds_between(t_start_, t_steady_);
   report_times();
   if (!opts_.export_weights.empty() && summary_.completed) {
     if (!params_finite()) stop_nonfinite("the final parameters are not finite");
@@ -637,8 +719,10 @@ void Trainer::stop_nonfinite(const std::string& what) const {
 // Per-stage time split, averaged over each stage's replicas, with the drain
 // aligned over every rank's sums (align_drains); bubble as wiola-profile's.
 void Trainer::report_times() {
-  const std::vector<double> mine{times_.compute, times_.wait,      times_.drain, times_.comm,
-                                 times_.reduce,  times_.optimizer, times_.other, times_.step};
+  if (summary_.steps < start_step_) return;  // no step ran (every rank knows)
+  const TimeSplit& t = steady_steps_ > 0 ? times_ : first_times_;
+  const std::vector<double> mine{t.compute, t.wait,      t.drain, t.comm,
+                                 t.reduce,  t.optimizer, t.other, t.step};
   const std::size_t n = mine.size();
   std::vector<double> all(n * world_.size(), 0.0);
   std::vector<std::size_t> counts(world_.size(), n);
@@ -656,8 +740,11 @@ void Trainer::report_times() {
   }
   if (!rank0_) return;
   std::ostringstream os;
-  os << "per-stage time over steps 2.." << summary_.steps
-     << " (seconds; bubble = (wait + drain) / step, docs/profiling.md):\n";
+  if (steady_steps_ > 0)
+    os << "per-stage time over steps " << start_step_ + 1 << ".." << summary_.steps;
+  else
+    os << "per-stage time of step " << summary_.steps << ", the only one (warm-up included)";
+  os << " (seconds; bubble = (wait + drain) / step, docs/profiling.md):\n";
   for (int s = 0; s < grid_.pp; ++s) {
     const TimeSplit& st = summary_.stage_times[s];
     char buf[240];

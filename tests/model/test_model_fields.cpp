@@ -59,10 +59,10 @@ TEST(ModelFields, DifferencesNameTheFields) {
   b.tau = 0.5;
   b.init_std = 0.1;
   EXPECT_EQ(model_differences(a, b, FieldSet::Shape), "L 4 vs 2, V 257 vs 2048");
-  EXPECT_EQ(model_differences(a, b, FieldSet::Stored),
-            "L 4 vs 2, V 257 vs 2048, tau 0.92000000000000004 vs 0.5");
+  // Reals in their shortest exact text (core/text.hpp shortest_real).
+  EXPECT_EQ(model_differences(a, b, FieldSet::Stored), "L 4 vs 2, V 257 vs 2048, tau 0.92 vs 0.5");
   EXPECT_EQ(model_differences(a, b, FieldSet::All),
-            "L 4 vs 2, V 257 vs 2048, tau 0.92000000000000004 vs 0.5, init_std 0.02 vs 0.10000000000000001");
+            "L 4 vs 2, V 257 vs 2048, tau 0.92 vs 0.5, init_std 0.02 vs 0.1");
 }
 
 TEST(ModelFields, AChoiceIsNotANumber) {

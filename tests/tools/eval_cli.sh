@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*"; [ -f "$dir/log" ] && tail -n 20 "$dir/log"; exit 1; }
 val="$data/fortunes-val.h5"
 
 "$eval" --help | grep -q "wiola-eval MODEL" || fail "--help"
-"$eval" --version | grep -q "^wiola-eval wiola " || fail "--version"
+"$eval" --version | grep -q "^wiola-eval: wiola " || fail "--version"
 "${mpirun[@]}" 2 "$train" --preset wiola-tiny --pp 2 --steps 6 --log-interval 100 --eval-interval 3 \
   --eval-batches 2 --sample-every 3 --sample-prompt "Q: Why" --threads 1 --comm-timeout 60 \
   --train-data "$data/fortunes-train.h5" --val-data "$val" --save "$dir/run" \

@@ -14,7 +14,7 @@ tiny=(--preset wiola-tiny --log-interval 100 --eval-interval 0 --threads 1
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 "$gen" --help | grep -q "^Usage: wiola-generate MODEL" || fail "--help"
-"$gen" --version | grep -q "^wiola-generate wiola " || fail "--version"
+"$gen" --version | grep -q "^wiola-generate: wiola " || fail "--version"
 "$train" "${tiny[@]}" --steps 30 --lr 0.01 --save "$dir/run" --export-weights "$dir/w.h5" \
   >"$dir/err" 2>&1 || fail "training the tiny model"
 ck="$dir/run/step-00000030"

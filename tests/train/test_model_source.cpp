@@ -64,7 +64,10 @@ TEST(ModelSource, WeightsFileAndSafetensorsLoadIntoAnyStage) {
     names.push_back(a.name);
   }
   write_safetensors(dir + "hf/model.safetensors", tensors, DType::F64, {});
-  write_hf_config(dir + "hf/config.json", c, names, DType::F64);
+  HfConfigExtras extras;
+  extras.names = names;
+  extras.dtype = DType::F64;
+  write_hf_config(dir + "hf/config.json", c, extras);
   for (const std::string& path : {dir + "hf", dir + "hf/model.safetensors"}) {
     const ModelSource s = open_model_source(path);
     EXPECT_EQ(s.kind, ModelSource::Kind::Safetensors);

@@ -19,6 +19,7 @@
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "core/version.hpp"
 #include "model/flops.hpp"
 #include "profile/peak.hpp"
 #include "train/trainer.hpp"
@@ -50,11 +51,21 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
                 const std::string& host) {
   std::string preset_name = "wiola-small";
   int micro_batch = 8, steps = 12, threads = 0;
-  po::options_description d("wiola-bench model");
-  d.add_options()("preset", po::value(&preset_name))("micro-batch", po::value(&micro_batch))(
-      "steps", po::value(&steps))("threads", po::value(&threads));
+  po::options_description d("wiola-bench model options");
+  d.add_options()
+      ("help,h", "print this help")
+      ("preset", po::value(&preset_name)->default_value(preset_name), "model preset, trained on the embedded data in one process")
+      ("micro-batch", po::value(&micro_batch)->default_value(micro_batch), "sequences per step (one micro-batch per step)")
+      ("steps", po::value(&steps)->default_value(steps), "training steps; the first is not timed")
+      ("threads", po::value(&threads)->default_value(threads), "OpenMP/BLAS threads (0: library default)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, d), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: wiola-bench model [options]\n\nTraining tokens/s and GFLOP/s of one process "
+                 "beside a plain sgemm measured in the same run.\n\n"
+              << d << "\n";
+    return 0;
+  }
   po::notify(vm);
   set_cpu_threads(threads);
 
@@ -86,6 +97,20 @@ namespace wiola::bench {
 int bench_layers(int argc, const char* const* argv);
 }
 
+namespace {
+
+const char* const kUsage =
+    "usage: wiola-bench <mode> [options]\n"
+    "modes:\n"
+    "  model    one process trains a preset on the embedded data: tokens/s and GFLOP/s\n"
+    "           beside a plain sgemm measured in the same run\n"
+    "  layers   a model cut to a few full-width layers on one device: tokens/s, MFU,\n"
+    "           peak memory and the time per op family\n"
+    "Run 'wiola-bench <mode> --help' for the options of a mode; --version prints the version.\n"
+    "Pipeline throughput and bubbles per layout: wiola-profile --sweep.\n";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   comm::MpiRuntime mpi(&argc, &argv);
   register_device_backends();
@@ -93,9 +118,14 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "model") return bench_model(argc - 1, argv + 1, mpi.world(), mpi.host());
     if (mode == "layers") return bench::bench_layers(argc - 1, argv + 1);
-    std::cerr << "usage: wiola-bench model|layers [options] (see the comment in "
-                 "tools/wiola-bench/main.cpp; --help after the mode lists them)\n";
-    return 2;
+    if (mode == "--version") {
+      if (mpi.world().rank() == 0) print_version(std::cout, "wiola-bench");
+      return 0;
+    }
+    const bool asked = mode == "--help" || mode == "-h" || mode == "help";
+    if (mpi.world().rank() == 0) (asked ? std::cout : std::cerr) << kUsage;
+    if (!asked && !mode.empty()) std::cerr << "wiola-bench: unknown mode '" << mode << "'\n";
+    return asked ? 0 : 2;
   } catch (const std::exception& e) {
     std::cerr << "wiola-bench: " << e.what() << "\n";
     if (mpi.world().size() > 1) mpi.world().abort(e.what(), 3);

@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "core/version.hpp"
 
 namespace {
 
@@ -16,7 +17,7 @@ const char* const kUsage =
     "  inspect FILE...                        attributes, counts, id histogram, decoded text\n"
     "  build-embedded --out DIR               the embedded fortunes dataset (run by the build)\n"
     "  bench                                  encode and reader throughput figures\n"
-    "Run 'wiola-data <command> --help' for the options of a command.\n";
+    "Run 'wiola-data <command> --help' for the options of a command; --version prints the version.\n";
 
 }  // namespace
 
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
     const d::Args rest(all.begin() + 1, all.end());
     if (command == "--help" || command == "-h" || command == "help") {
       std::cout << kUsage;
+      return 0;
+    }
+    if (command == "--version") {
+      wiola::print_version(std::cout, "wiola-data");
       return 0;
     }
     if (command == "train-tokenizer") return d::train_tokenizer(rest);

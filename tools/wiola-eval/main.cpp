@@ -16,6 +16,7 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "eval_data.hpp"
 #include "partition/partition.hpp"
 #include "train/checkpoint.hpp"
@@ -72,7 +73,7 @@ std::optional<Options> parse(int argc, char** argv, std::ostream& out) {
     return std::nullopt;
   }
   if (vm.count("version")) {
-    out << "wiola-eval " << code_version() << "\n";
+    print_version(out, "wiola-eval");
     return std::nullopt;
   }
   o.data = file_list(o.data);

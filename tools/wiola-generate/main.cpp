@@ -13,6 +13,7 @@
 #include "backend/cpu_threads.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "core/version.hpp"
 #include "io/bpe_tokenizer.hpp"
 #include "model/generate.hpp"
 #include "train/checkpoint.hpp"
@@ -80,7 +81,7 @@ std::optional<Options> parse(int argc, char** argv) {
     return std::nullopt;
   }
   if (vm.count("version")) {
-    std::cout << "wiola-generate " << code_version() << "\n";
+    print_version(std::cout, "wiola-generate");
     return std::nullopt;
   }
   require(!o.model.empty(), "give the model: a checkpoint, a save folder, W.h5 or a safetensors "

@@ -14,6 +14,7 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "pipeline/wire.hpp"
 #include "profile/profile_run.hpp"
 #include "train/options.hpp"
@@ -134,6 +135,10 @@ int main(int argc, char** argv) {
       t = parse_tool_options(argc, argv);
     } catch (const Error& e) {
       throw CollectiveError(e.what());
+    }
+    if (t.version) {
+      if (rank0) print_version(std::cout, "wiola-profile");
+      return 0;
     }
     if (t.help) {
       if (rank0) {
