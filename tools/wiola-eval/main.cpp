@@ -16,6 +16,7 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/version.hpp"
 #include "eval_data.hpp"
 #include "partition/partition.hpp"
@@ -228,9 +229,9 @@ int main(int argc, char** argv) {
     world.set_timeout(o->comm_timeout);
     return run(*o, world);
   } catch (const CollectiveError& e) {
-    if (rank0) std::cerr << "wiola-eval: " << e.what() << "\n";
+    if (rank0) std::cerr << "wiola-eval: " << printable_lines(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    world.abort(std::string("wiola-eval: ") + e.what(), 3);
+    world.abort(std::string("wiola-eval: ") + printable_lines(e.what()), 3);
   }
 }

@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "wiola-generate: " << e.what() << "\n";
+    std::cerr << "wiola-generate: " << wiola::printable_lines(e.what()) << "\n";
     return 2;
   }
 }
