@@ -150,10 +150,10 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
 
   s.q = alloc(N, hd);
   be_.linear_fwd(xq, w_.wq, s.q, false);
-  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, s.q);
+  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.q);
   s.k = alloc(N, kvd);
   be_.linear_fwd(xkv, w_.wk, s.k, false);
-  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, s.k);
+  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.k);
   s.v = alloc(N, kvd);
   be_.linear_fwd(xkv, w_.wv, s.v, false);
   s.glog = alloc(N, hd);
@@ -290,8 +290,8 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
     be_.linear_bwd_data(dcv[c], w_.wcv, dctx[c], true);
   }
 
-  be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, dq);
-  be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, dk);
+  be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dq);
+  be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dk);
 
   be_.linear_bwd_weight(dq, xq, g_.wq);
   be_.linear_bwd_weight(dglog, xq, g_.wgate);
