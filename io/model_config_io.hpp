@@ -27,8 +27,9 @@ ModelConfig read_model_attrs(const h5::File& f);
 // that have one (hidden_size, num_hidden_layers, ...).
 void write_model_json(nlohmann::json& j, const ModelConfig& c);
 // Reads the fields under their file keys (the Hugging Face names are not
-// read; `arch` absent means the main family); preset "safetensors". Throws nlohmann::json exceptions for missing or
-// mistyped members and wiola::Error for an unknown choice; does not validate.
+// read; `arch` absent means the main family); preset "safetensors". Throws
+// nlohmann::json exceptions for missing or mistyped members and wiola::Error
+// for an unknown choice; does not validate.
 ModelConfig read_model_json(const nlohmann::json& j);
 
 }  // namespace wiola

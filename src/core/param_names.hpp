@@ -1,6 +1,7 @@
 #pragma once
 // The canonical parameter names (../shared/SPEC.md "Shapes and names", and
-// "The Wiola 13M variant" for the second family), spelled here once: code elsewhere uses these constants, never the strings.
+// "The Wiola 13M variant" for the second family), spelled here once: code
+// elsewhere uses these constants, never the strings.
 // A layer's parameters are "layers.<i>.<role>" (layer_param); ParamSpec::layer
 // says which layer a parameter belongs to, so nobody parses names for it.
 #include <string>

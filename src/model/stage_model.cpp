@@ -132,7 +132,8 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     saved.x_last = x;
     saved.xf = alloc(N, d);
     saved.rstd_f = backend_.alloc(wide_dtype(dtype_), N, 1);
-    backend_.wrmsnorm_fwd(x, params_.param(param_names::kFinalNormGamma), final_delta(false), config_.eps, saved.xf, saved.rstd_f);
+    backend_.wrmsnorm_fwd(x, params_.param(param_names::kFinalNormGamma), final_delta(false),
+                          config_.eps, saved.xf, saved.rstd_f);
     saved.logits = alloc(N, config_.V);
     backend_.linear_fwd(saved.xf, params_.param(param_names::kEmbed), saved.logits, false);
     require(in.targets.defined() && in.targets.rows() == N, "forward: last stage needs ", N,

@@ -70,8 +70,9 @@ void check_header(WireKind kind, int step, int microbatch, const BoundaryShape& 
     if (a == static_cast<std::int32_t>(Arch::Wiola13m)) return "wiola13m: the activation alone";
     return "unknown architecture " + std::to_string(a);
   };
-  require(h.arch == static_cast<std::int32_t>(shape.arch), "pipeline ", what, " message is of ",
-          family(h.arch), ", where this stage expects ", family(static_cast<std::int32_t>(shape.arch)));
+  const auto expected = static_cast<std::int32_t>(shape.arch);
+  require(h.arch == expected, "pipeline ", what, " message is of ", family(h.arch),
+          ", where this stage expects ", family(expected));
   require(h.dtype == static_cast<std::uint8_t>(shape.dtype) && h.batch == shape.batch &&
               h.seq == shape.seq && h.width == shape.width && h.n_tensors == shape.rows.size(),
           "pipeline ", what, " header (B=", h.batch, " T=", h.seq, " d=", h.width,

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     else if (k == "--schedule") o.schedule = pipeline::parse_schedule_kind(v);
     else if (k == "--summary") o.model.summary = parse_summary_mode(v);
     else if (k == "--atm") o.model.atm = parse_atm_mode(v);
-    else if (k == "--arch") o.model.arch = parse_arch(v);  // wiola13m: wiola-tiny's shapes, dff = 4d
+    else if (k == "--arch") o.model.arch = parse_arch(v);  // wiola13m: wiola-tiny's shapes
     else if (k == "--stage-layers") o.stage_layers = v;
     else if (k == "--micro-batch") o.micro_batch = std::stoi(v);
     else if (k == "--device") {

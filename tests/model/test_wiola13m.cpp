@@ -291,7 +291,10 @@ TEST(Wiola13mCausality, LaterTokensNeverReachEarlierLogits) {
   const auto ref = m.logits(base, true);
   for (int t : {0, 3, 7, c.T - 1}) {
     Batch b = base;
-    for (int s = 0; s < b.B; ++s) b.inputs[std::size_t(s) * c.T + t] = (b.inputs[std::size_t(s) * c.T + t] + 5) % c.V;
+    for (int s = 0; s < b.B; ++s) {
+      std::int32_t& tok = b.inputs[std::size_t(s) * c.T + t];
+      tok = (tok + 5) % c.V;
+    }
     const auto got = m.logits(b, true);
     for (int s = 0; s < b.B; ++s)
       for (int u = 0; u < c.T; ++u) {

@@ -83,8 +83,8 @@ TEST(pipelineWire, Wiola13mCarriesTheActivationAloneAndSaysSo) {
   EXPECT_NE(refusal(WireKind::Activation, 1, 0, main0, msg)
                 .find("is of wiola13m: the activation alone, where this stage expects wiola"),
             std::string::npos);
-  EXPECT_NE(refusal(WireKind::Activation, 1, 0, b13, encode_header(WireKind::Activation, 1, 0, main0))
-                .find("expects wiola13m"),
+  const auto main_msg = encode_header(WireKind::Activation, 1, 0, main0);
+  EXPECT_NE(refusal(WireKind::Activation, 1, 0, b13, main_msg).find("expects wiola13m"),
             std::string::npos);
   // The main family's header keeps 0 where the field was reserved.
   std::memcpy(&h, encode_header(WireKind::Activation, 1, 0, main0).data(), sizeof h);
