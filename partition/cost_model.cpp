@@ -26,6 +26,20 @@ double activation_elements_per_token_per_layer(const ModelConfig& c) {
   // A rough count of what one layer of our implementation keeps per token
   // until its backward pass (recomputation off):
   const double d = c.d, hd = double(c.H) * c.head_dim(), kvd = double(c.Hkv) * c.head_dim();
+  if (!c.main_family()) {
+    // Wiola 13M (model/layer13m.hpp's Layer13mSaved).
+    const double H = c.H, dh = c.head_dim(), dff = c.dff;
+    double n = 0;
+    n += 2 * d;              // layer input, normed input
+    n += 2 * hd;             // Q before and after spiral RoPE
+    n += 2 * kvd;            // K after RoPE, V
+    n += 2 * dh + 4 * H;     // gate: head mean m, prefix mean c, W1 out, SiLU, logits, σ
+    n += 2 * hd;             // gated queries, attention output (input of o_proj)
+    n += H;                  // log-sum-exp
+    n += 2 * d;              // h' (ffn_norm input) and its normalisation
+    n += 3 * dff;            // [a; b] and r (input of down)
+    return n;
+  }
   const double lam = c.Lambda;
   double n = 0;
   n += 2 * d;                    // attn_norm: layer input X, normed X~ (input of q/k/v/gate)

@@ -14,6 +14,10 @@ CachedDecoder::CachedDecoder(const StageModel& model)
   require(spec.embed && spec.head && spec.first_layer == 0 && spec.end_layer == c_.L,
           "the cached decoder needs the whole model on one stage, got layers [",
           spec.first_layer, ", ", spec.end_layer, ")");
+  if (!c_.main_family()) {
+    d13_ = std::make_unique<Wiola13mDecoder>(model);
+    return;
+  }
   const DType dt = model.dtype();
   const std::int64_t T = c_.T, kvd = std::int64_t(c_.Hkv) * c_.head_dim(),
                      hd = std::int64_t(c_.H) * c_.head_dim();
@@ -32,6 +36,10 @@ CachedDecoder::CachedDecoder(const StageModel& model)
 
 void CachedDecoder::reset() {
   length_ = 0;
+  if (d13_) {
+    d13_->reset();
+    return;
+  }
   tokens_.clear();
   for (const Tensor& s : sums_) be_.fill(s, 0.0);
 }
@@ -46,7 +54,9 @@ Tensor CachedDecoder::feed(std::span<const std::int32_t> tokens, bool last_only)
             " is outside the vocabulary [0, ", c_.V, ")");
   const std::int64_t out_rows = last_only ? 1 : n;
   Tensor logits;
-  if (exact()) {
+  if (d13_) {
+    logits = feed_wiola13m(tokens, out_rows);
+  } else if (exact()) {
     logits = run(tokens, length_, out_rows);
   } else {
     // Sequence summaries: the whole sequence again, from an empty cache.
@@ -55,6 +65,24 @@ Tensor CachedDecoder::feed(std::span<const std::int32_t> tokens, bool last_only)
   }
   length_ += static_cast<int>(n);
   return logits;
+}
+
+// One step of the Wiola 13M decoder per token; the logits of the last
+// out_rows tokens, in the model's dtype like the main family's.
+Tensor CachedDecoder::feed_wiola13m(std::span<const std::int32_t> tokens, std::int64_t out_rows) {
+  const std::int64_t n = static_cast<std::int64_t>(tokens.size());
+  std::vector<double> rows;
+  rows.reserve(static_cast<std::size_t>(out_rows * c_.V));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::vector<double> logits = d13_->step(tokens[i]);
+    if (i >= n - out_rows) rows.insert(rows.end(), logits.begin(), logits.end());
+  }
+  const Tensor wide = be_.alloc(DType::F64, out_rows, c_.V);
+  be_.from_host(rows.data(), wide);
+  if (model_.dtype() == DType::F64) return wide;
+  const Tensor out = be_.alloc(model_.dtype(), out_rows, c_.V);
+  be_.convert(wide, out);
+  return out;
 }
 
 Tensor CachedDecoder::summaries(int layer, const Tensor& x, int past) {

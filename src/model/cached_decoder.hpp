@@ -18,12 +18,17 @@
 // tokens and runs the whole sequence again at every feed (exact() is false):
 // the same code path, with an empty cache.
 //
+// Wiola 13M models (arch wiola13m) decode through Wiola13mDecoder
+// (model/decoder13m.hpp), one position per step, behind the same interface.
+//
 // Positions run from 0 to T − 1 (the SRPE tables end there); feed() refuses
 // more. model/generate.hpp moves the window when a generation outgrows it.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "model/decoder13m.hpp"
 #include "model/layer.hpp"
 #include "model/stage_model.hpp"
 
@@ -38,7 +43,7 @@ class CachedDecoder {
   const ModelConfig& config() const { return c_; }
   Backend& backend() const { return be_; }
   // False with sequence summaries: every feed recomputes the whole sequence.
-  bool exact() const { return c_.summary == SummaryMode::Causal; }
+  bool exact() const { return d13_ || c_.summary == SummaryMode::Causal; }
   int capacity() const { return c_.T; }
   // Positions fed since the last reset.
   int length() const { return length_; }
@@ -55,6 +60,7 @@ class CachedDecoder {
   // Runs `tokens` (positions past ..) through every layer; logits of the last
   // `out_rows` of them.
   Tensor run(std::span<const std::int32_t> tokens, int past, std::int64_t out_rows);
+  Tensor feed_wiola13m(std::span<const std::int32_t> tokens, std::int64_t out_rows);
   // The summaries of the new rows x of layer input X_l: [n, d] (causal,
   // advancing the running sum) or [1, d] (sequence; past is 0).
   Tensor summaries(int layer, const Tensor& x, int past);
@@ -68,6 +74,7 @@ class CachedDecoder {
   DecodeScratch scratch_;
   std::vector<std::int32_t> tokens_;  // sequence summaries: everything fed since reset
   int length_ = 0;
+  std::unique_ptr<Wiola13mDecoder> d13_;  // set for arch wiola13m: it does all the work
 };
 
 }  // namespace wiola

@@ -173,10 +173,10 @@ Tensor DecoderLayer::forward_cached(const Tensor& x, std::span<const Tensor> ctx
 
   const Tensor q = scratch.q.rows_slice(0, total), q_new = q.rows_slice(0, n);
   be_.linear_fwd(s.xn, w_.wq, q_new, false);
-  be_.srpe_fwd(q_new, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, q_new);
+  be_.srpe_fwd(q_new, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, q_new);
   const Tensor k_new = kv.k.rows_slice(past, total), v_new = kv.v.rows_slice(past, total);
   be_.linear_fwd(s.xn, w_.wk, k_new, false);
-  be_.srpe_fwd(k_new, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, k_new);
+  be_.srpe_fwd(k_new, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, k_new);
   be_.linear_fwd(s.xn, w_.wv, v_new, false);
   s.glog = alloc(n, hd);
   be_.linear_fwd(s.xn, w_.wgate, s.glog, false);
@@ -202,10 +202,10 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
 
   s.q = alloc(N, hd);
   be_.linear_fwd(xq, w_.wq, s.q, false);
-  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, s.q);
+  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.q);
   s.k = alloc(N, kvd);
   be_.linear_fwd(xkv, w_.wk, s.k, false);
-  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, s.k);
+  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.k);
   s.v = alloc(N, kvd);
   be_.linear_fwd(xkv, w_.wv, s.v, false);
   s.glog = alloc(N, hd);
@@ -351,8 +351,8 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
     be_.linear_bwd_data(dcv[c], w_.wcv, dctx[c], true);
   }
 
-  be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, dq);
-  be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, dk);
+  be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dq);
+  be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dk);
 
   be_.linear_bwd_weight(dq, xq, g_.wq);
   be_.linear_bwd_weight(dglog, xq, g_.wgate);

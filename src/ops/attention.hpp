@@ -2,6 +2,8 @@
 // GCLA attention core: causal (or index-mapped) softmax attention over the
 // sequence, a second softmax over the n_ctx context summaries, and the β-blend
 // O = (1 − β) O_self + β O_ctx. Query head h reads key/value group h % kv_heads.
+// With n_ctx = 0 (plain attention) O = O_self, and β, O_ctx and lse_ctx are
+// neither read nor written (their pointers may be null).
 //
 // Forward runs over (batch, head) pairs. Backward runs over (batch, kv_group)
 // pairs and loops over the heads of the group inside, so the dK/dV rows of a
@@ -171,14 +173,17 @@ void attention_fwd(const AttentionArgs<T>& a, const AttentionOutputs<T>& out) {
         const std::int64_t i = b * S + t;
         T* o = out.o + i * out.ldo + h * dh;
         T* os = out.o_self + i * out.ldos + h * dh;
-        T* oc = out.o_ctx + i * out.ldoc + h * dh;
+        T* oc = nctx > 0 ? out.o_ctx + i * out.ldoc + h * dh : nullptr;
         T& lse_s = out.lse_self[i * out.ldls + h];
-        T& lse_c = out.lse_ctx[i * out.ldlc + h];
+        T* lse_c = nctx > 0 ? out.lse_ctx + i * out.ldlc + h : nullptr;
         if (t >= nq) {  // padding row
-          zero(o, dh);
           zero(os, dh);
-          zero(oc, dh);
-          lse_s = lse_c = T(0);
+          zero(o, dh);
+          lse_s = T(0);
+          if (nctx > 0) {
+            zero(oc, dh);
+            *lse_c = T(0);
+          }
           continue;
         }
         const T* q = a.q + i * a.ldq + h * dh;
@@ -196,6 +201,10 @@ void attention_fwd(const AttentionArgs<T>& a, const AttentionOutputs<T>& out) {
         T inv = static_cast<T>(1.0 / l);
         for (std::int64_t d = 0; d < dh; ++d) os[d] = acc[static_cast<std::size_t>(d)] * inv;
         lse_s = static_cast<T>(static_cast<double>(m) + std::log(l));
+        if (nctx == 0) {  // no context: O = O_self (o may be o_self)
+          for (std::int64_t d = 0; d < dh; ++d) o[d] = os[d];
+          continue;
+        }
 
         // Context attention over the summaries.
         const std::int64_t crow = a.ctx_row[i * a.ld_cr];
@@ -213,7 +222,7 @@ void attention_fwd(const AttentionArgs<T>& a, const AttentionOutputs<T>& out) {
         }
         inv = static_cast<T>(1.0 / lc);
         for (std::int64_t d = 0; d < dh; ++d) oc[d] = acc[static_cast<std::size_t>(d)] * inv;
-        lse_c = static_cast<T>(static_cast<double>(mc) + std::log(lc));
+        *lse_c = static_cast<T>(static_cast<double>(mc) + std::log(lc));
 
         for (std::int64_t d = 0; d < dh; ++d) o[d] = (T(1) - a.beta) * os[d] + a.beta * oc[d];
       }
@@ -259,10 +268,11 @@ double attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
           const T* q = a.q + i * a.ldq + h * dh;
           const T* d_o = sv.d_o + i * sv.lddo + h * dh;
           const T* os = sv.o_self + i * sv.ldos + h * dh;
-          const T* oc = sv.o_ctx + i * sv.ldoc + h * dh;
+          const T* oc = nctx > 0 ? sv.o_ctx + i * sv.ldoc + h * dh : nullptr;
           for (std::int64_t d = 0; d < dh; ++d) {
-            dbeta += static_cast<double>(d_o[d]) *
-                     (static_cast<double>(oc[d]) - static_cast<double>(os[d]));
+            if (nctx > 0)
+              dbeta += static_cast<double>(d_o[d]) *
+                       (static_cast<double>(oc[d]) - static_cast<double>(os[d]));
             dos[static_cast<std::size_t>(d)] = (T(1) - beta) * d_o[d];
             doc[static_cast<std::size_t>(d)] = beta * d_o[d];
           }
@@ -286,8 +296,8 @@ double attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
 
           // Context attention: dq here, the context rows in the scatter below.
           const std::int64_t crow = a.ctx_row[i * a.ld_cr];
-          const T lse_c = sv.lse_ctx[i * sv.ldlc + h];
-          const T d_ctx = dot(doc.data(), oc, dh);
+          const T lse_c = nctx > 0 ? sv.lse_ctx[i * sv.ldlc + h] : T(0);
+          const T d_ctx = nctx > 0 ? dot(doc.data(), oc, dh) : T(0);
           for (std::size_t c = 0; c < nctx; ++c) {
             const T* kc = ctx_key(a, c, crow, g);
             const T w = std::exp(scale * dot(q, kc, dh) - lse_c);
@@ -303,6 +313,8 @@ double attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
       dbeta_part[static_cast<std::size_t>(b * G + g)] = dbeta;
     }
   }
+
+  if (nctx == 0) return 0.0;  // no context: no context gradients, no dφ
 
   // Context gradients: written, so zero them first, then add every valid
   // query's contribution grouped by the context row it read.

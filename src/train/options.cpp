@@ -304,7 +304,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
 
   po::options_description model("Model");
   model.add_options()
-      ("preset", po::value(&preset_name)->default_value("wiola-mini"), "wiola-120m | wiola-360m | wiola-700m | wiola-1.5b | wiola-tiny | wiola-mini | wiola-small");
+      ("preset", po::value(&preset_name)->default_value("wiola-mini"), "wiola-120m | wiola-360m | wiola-700m | wiola-1.5b | wiola-tiny | wiola-mini | wiola-small (arch wiola); wiola-13m | wiola13m-tiny | wiola13m-small (arch wiola13m); --arch switches a preset's family");
   add_model_options(model);
   model.add_options()
       ("device", po::value(&device_text)->default_value("auto"), "where to train: auto (cuda when built and a device is visible, else cpu) | cpu | cuda")

@@ -1,6 +1,7 @@
 // Distributed training equals one-process training.
 //   mpirun -np N wiola_test_equivalence --pp P --dp D [--zero Z] [--schedule S]
 //       [--summary M] [--atm A] [--stage-layers L] [--micro-batch B] [--clip C] [--device D]
+//       [--arch wiola|wiola13m]
 //       [--param-tolerance X] --out DIR
 // Trains a tiny model for 3 steps on the PP x DP grid, then (on rank 0, alone)
 // the same run on one process on the CPU, and compares every step's loss,
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
     else if (k == "--schedule") o.schedule = pipeline::parse_schedule_kind(v);
     else if (k == "--summary") o.model.summary = parse_summary_mode(v);
     else if (k == "--atm") o.model.atm = parse_atm_mode(v);
+    else if (k == "--arch") o.model.arch = parse_arch(v);  // wiola13m: wiola-tiny's shapes
     else if (k == "--stage-layers") o.stage_layers = v;
     else if (k == "--micro-batch") o.micro_batch = std::stoi(v);
     else if (k == "--device") {
@@ -83,7 +85,8 @@ int main(int argc, char** argv) {
                           std::to_string(o.zero) + "_" +
                           std::string(pipeline::schedule_kind_name(o.schedule)) + "_" +
                           std::string(summary_mode_name(o.model.summary)) + "_" +
-                          std::string(atm_mode_name(o.model.atm));
+                          std::string(atm_mode_name(o.model.atm)) +
+                          (o.model.main_family() ? "" : "_" + std::string(arch_name(o.model.arch)));
   if (o.clip != 1.0) tag += "_clip" + std::to_string(o.clip);
   o.export_weights = out + "/equiv_" + tag + ".h5";
 

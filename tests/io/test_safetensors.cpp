@@ -87,6 +87,29 @@ TEST(HfConfig, AFileWrittenBeforeTheStandardNamesStillLoads) {
   EXPECT_EQ(model_differences(want, read_hf_config(dir.file("config.json")), FieldSet::Stored), "");
 }
 
+// Wiola 13M: `arch` and its own fields (dff as intermediate_size), none
+// of the main family's.
+TEST(HfConfig, Wiola13mRoundTrip) {
+  test::TempDir dir;
+  ModelConfig c = preset("wiola13m-tiny");
+  c.alpha = 0.25;
+  c.gate = GateSource::Post;
+  HfConfigExtras x;
+  x.names = {"embed.weight"};
+  write_hf_config(dir.file("config.json"), c, x);
+  const auto j = nlohmann::json::parse(read_text_file(dir.file("config.json")));
+  EXPECT_EQ(j.at("arch"), "wiola13m");
+  EXPECT_FALSE(j.contains("dff"));
+  EXPECT_EQ(j.at("intermediate_size"), 24);
+  EXPECT_EQ(j.at("gate"), "post");
+  EXPECT_EQ(j.at("alpha"), 0.25);
+  for (const char* k : {"dA", "dB", "k_s", "tau", "Lambda", "summary", "atm"})
+    EXPECT_FALSE(j.contains(k)) << k;
+  const ModelConfig back = read_hf_config(dir.file("config.json"));
+  EXPECT_EQ(back.arch, Arch::Wiola13m);
+  EXPECT_EQ(model_differences(c, back, FieldSet::Stored), "");
+}
+
 TEST(HfConfig, MissingFieldAndWrongHeadDimAreNamed) {
   test::TempDir dir;
   test::write_text(dir.file("config.json"), R"({"model_type": "wiola", "hidden_size": 64})");

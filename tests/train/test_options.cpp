@@ -87,6 +87,25 @@ TEST(Options, RecordedConfigurationReadsBack) {
   EXPECT_EQ(to_ini(back), to_ini(o));
 }
 
+TEST(Options, ArchitectureSwitchOnAPresetAndThroughTheRecordedConfiguration) {
+  const TrainOptions o = parse({"--preset", "wiola-mini", "--arch", "wiola13m", "--dff", "200",
+                                "--alpha", "0.5", "--gate", "post"});
+  EXPECT_EQ(o.model.arch, Arch::Wiola13m);
+  EXPECT_EQ(o.model.d, 64);
+  EXPECT_EQ(o.model.dff, 200);
+  EXPECT_EQ(o.model.gate, GateSource::Post);
+  EXPECT_DOUBLE_EQ(o.model.alpha, 0.5);
+  const TrainOptions back = options_from_ini(to_ini(o));
+  EXPECT_EQ(back.model.arch, Arch::Wiola13m);
+  EXPECT_EQ(model_differences(o.model, back.model, FieldSet::All), "");
+  EXPECT_EQ(to_ini(back), to_ini(o));
+  // The family's preset, and the main family by default.
+  EXPECT_EQ(parse({"--preset", "wiola-13m"}).model.arch, Arch::Wiola13m);
+  EXPECT_EQ(parse({}).model.arch, Arch::Wiola);
+  EXPECT_THROW(parse({"--arch", "wiola7"}), Error);
+  EXPECT_THROW(parse({"--gate", "middle"}), Error);
+}
+
 TEST(Options, ConfigFileDialect) {
   const std::string path = ::testing::TempDir() + "wiola_options_dialect.ini";
   auto write = [&](const std::string& text) {

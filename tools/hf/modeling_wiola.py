@@ -164,6 +164,11 @@ class WiolaConfig(PretrainedConfig):
     model_type = "wiola"
 
     def __init__(self, **kwargs):
+        arch = kwargs.get("arch", "wiola")
+        if arch != "wiola":
+            raise NotImplementedError(
+                "config.json has arch %r: this file implements the main Wiola family only (a Wiola "
+                "13M export carries its weights and config.json, but no PyTorch model yet)" % arch)
         for old, new in _OLD_KEYS.items():
             if old in kwargs and new not in kwargs:
                 kwargs[new] = kwargs.pop(old)

@@ -54,7 +54,8 @@ int run_projection(const ToolOptions& t, bool rank0) {
 // The run's largest boundary message, for the link probe (at least 64 KiB).
 std::size_t probe_bytes(const TrainOptions& o) {
   const BoundaryShape s = boundary_shape(o.micro_batch, o.model.T, o.model.d, o.dtype,
-                                         o.model.Lambda - 1, o.model.summary);
+                                         max_boundary_carry(o.model), o.model.summary,
+                                         o.model.arch);
   return std::max<std::size_t>(s.payload_bytes(), 64 * 1024);
 }
 

@@ -18,7 +18,8 @@ namespace wiola::profile {
 namespace {
 
 bool same_model(const ModelConfig& a, const ModelConfig& b) {
-  return a.d == b.d && a.L == b.L && a.H == b.H && a.Hkv == b.Hkv && a.dA == b.dA &&
+  return a.arch == b.arch && a.dff == b.dff && a.d == b.d && a.L == b.L && a.H == b.H &&
+         a.Hkv == b.Hkv && a.dA == b.dA &&
          a.dB == b.dB && a.V == b.V && a.T == b.T && a.Lambda == b.Lambda && a.summary == b.summary;
 }
 
