@@ -9,19 +9,6 @@ namespace wiola {
 
 using namespace cpu;
 
-namespace {
-
-// x [N, heads·head_dim]: returns heads.
-std::int64_t check_heads(std::string_view op, std::string_view name, const Tensor& x,
-                         int head_dim) {
-  require(head_dim > 0, op, ": head_dim ", head_dim, " must be positive");
-  require(x.cols() > 0 && x.cols() % head_dim == 0, op, ": ", name, " is ", dims(x),
-          ", whose width is not a positive multiple of head_dim ", head_dim);
-  return x.cols() / head_dim;
-}
-
-}  // namespace
-
 void CpuBackend::head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) {
   const char* op = "head_mean_fwd";
   const DType dt = float_dtype(op, "x", x);
