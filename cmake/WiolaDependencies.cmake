@@ -70,3 +70,10 @@ if(WIOLA_WITH_CUDA)
   find_library(WIOLA_NCCL_LIB nccl HINTS ${NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR})
 endif()
 message(STATUS "wiola: CUDA backend ${WIOLA_WITH_CUDA} (architectures ${CMAKE_CUDA_ARCHITECTURES})")
+# NCCL: the communicator for device buffers (comm/nccl_communicator.hpp). Without
+# it a CUDA build moves device buffers over MPI with host staging.
+set(WIOLA_WITH_NCCL OFF)
+if(WIOLA_WITH_CUDA AND WIOLA_NCCL_INCLUDE AND WIOLA_NCCL_LIB)
+  set(WIOLA_WITH_NCCL ON)
+endif()
+message(STATUS "wiola: NCCL ${WIOLA_WITH_NCCL} (${WIOLA_NCCL_LIB})")

@@ -1,6 +1,7 @@
 #pragma once
 // The one communication interface of the trainer. MPI implements it
-// (comm/mpi_communicator.hpp); an NCCL implementation has the same shape.
+// (comm/mpi_communicator.hpp), and NCCL for device buffers
+// (comm/nccl_communicator.hpp, builds with CUDA).
 // Everything the pipeline executor and the data-parallel reduction need goes
 // through this class, so neither ever includes <mpi.h> or <nccl.h>.
 //
@@ -57,6 +58,18 @@ class DeviceStaging {
 // communicator's watchdog); test() never blocks. Destroying a request that is
 // still pending waits for it first, so buffers are never released under the
 // transport.
+//
+// Device buffers on a transport that reads device memory and runs on its own
+// stream (NCCL, comm/nccl_communicator.hpp): "complete" is device-side.
+// wait() does not block the host; it orders the compute stream the
+// communicator was given after the operation, so work queued on that stream
+// after wait() sees the results, and the host sees them after that stream is
+// synchronised (Backend::synchronize, or a host read such as
+// Backend::to_host). Buffers may be released after wait() when their memory
+// is freed stream-ordered on the compute stream (the CUDA backend's is).
+// test() returns true once the operation has finished on the device. The
+// watchdog times a device wait from the moment the compute stream reaches it.
+// Host buffers on such a communicator complete on the host, as above.
 class Request {
  public:
   virtual ~Request() = default;
@@ -78,10 +91,12 @@ class Communicator {
   virtual bool reads_device_memory() const = 0;
 
   // How device buffers reach a transport that only reads host memory. Shared
-  // with the communicators split() makes from this one.
-  void set_device_staging(std::shared_ptr<DeviceStaging> staging) {
+  // with the communicators split() makes from this one. (Virtual: a transport
+  // that hands some buffers to a sibling communicator passes it on.)
+  virtual void set_device_staging(std::shared_ptr<DeviceStaging> staging) {
     staging_ = std::move(staging);
   }
+  const std::shared_ptr<DeviceStaging>& device_staging() const { return staging_; }
 
   // ---- point to point ------------------------------------------------------
   // Messages between one (source, destination, tag) are received in the order

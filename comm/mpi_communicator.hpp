@@ -22,6 +22,7 @@ namespace wiola::comm {
 // Exit codes passed to MPI_Abort (mpirun returns them).
 inline constexpr int kAbortMpiError = 70;
 inline constexpr int kAbortTimeout = 71;
+inline constexpr int kAbortPeerDied = 72;
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -96,6 +97,14 @@ class MpiRuntime {
   int world_rank() const;
   int world_size() const;
   const std::string& host() const;
+
+  // Collective over the world: from here on, a rank that has waited on a
+  // communication for a second looks (once a second) whether a rank on its
+  // host has died, and if so ends every rank naming it. Under mpirun a dead
+  // rank ends the job anyway; under srun the survivors would otherwise wait
+  // for Slurm's KillWait (or the watchdog). Ranks on other hosts are not
+  // watched (their own host's ranks watch them).
+  void watch_local_peers();
 
  private:
   std::unique_ptr<MpiCommunicator> world_;

@@ -29,10 +29,19 @@ struct Identity {
 const Identity& identity();
 
 // Prints "rank R (host H): <msg>" to stderr and ends every rank. Never returns.
-[[noreturn]] void die(const std::string& msg, int code);
+// `before_abort`, when given, runs after the line is printed and before
+// MPI_Abort (the NCCL implementation aborts its communicators there).
+[[noreturn]] void die(const std::string& msg, int code,
+                      const std::function<void()>& before_abort = {});
 
 std::string mpi_error_string(int rc);
 std::string format_seconds(double s);
+
+// The peer watch (peer_watch.cpp): watch_local_peers() (collective over the
+// world) records the ranks on this host whose processes this one can see;
+// dead_local_peer() names one of them that has died since ("" when none).
+void watch_local_peers();
+std::string dead_local_peer();
 
 // Checks an MPI call that is not tied to a communicator (init, finalize, world setup).
 void check_global(int rc, const char* call);

@@ -61,12 +61,17 @@ void MpiRequest::wait() {
   // exponential backoff so a long wait does not burn a core.
   auto nap = std::chrono::microseconds(10);
   constexpr auto max_nap = std::chrono::microseconds(500);
+  double next_look = 1.0;  // seconds of waiting before the next look at the peers
   for (int polls = 0; !test(); ++polls) {
     const double limit = ctx_->timeout;
-    if (limit > 0) {
-      const std::chrono::duration<double> waited = clock::now() - start;
-      if (waited.count() >= limit)
-        ctx_->fail(what_, "timed out after " + detail::format_seconds(limit) + " s", kAbortTimeout);
+    const double waited = std::chrono::duration<double>(clock::now() - start).count();
+    if (limit > 0 && waited >= limit)
+      ctx_->fail(what_, "timed out after " + detail::format_seconds(limit) + " s", kAbortTimeout);
+    if (waited >= next_look) {
+      next_look = waited + 1.0;
+      const std::string dead = detail::dead_local_peer();
+      if (!dead.empty())
+        ctx_->fail(what_, "cannot complete: " + dead + "; ending every rank", kAbortPeerDied);
     }
     if (polls < 200) {
       std::this_thread::yield();

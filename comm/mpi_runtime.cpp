@@ -40,6 +40,8 @@ MpiRuntime::~MpiRuntime() {
   }
 }
 
+void MpiRuntime::watch_local_peers() { detail::watch_local_peers(); }
+
 int MpiRuntime::world_rank() const { return world_->rank(); }
 int MpiRuntime::world_size() const { return world_->size(); }
 const std::string& MpiRuntime::host() const { return detail::identity().host; }

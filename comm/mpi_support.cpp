@@ -24,10 +24,11 @@ const Identity& identity() {
   return id;
 }
 
-void die(const std::string& msg, int code) {
+void die(const std::string& msg, int code, const std::function<void()>& before_abort) {
   const Identity& id = identity();
   std::fprintf(stderr, "rank %d (host %s): %s\n", id.world_rank, id.host.c_str(), msg.c_str());
   std::fflush(stderr);
+  if (before_abort) before_abort();
   // MPI_Abort should not return; if it does (or fails) there is nothing left
   // to report to, so leave without running destructors that could block in MPI.
   MPI_Abort(MPI_COMM_WORLD, code);

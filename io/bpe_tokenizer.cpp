@@ -265,7 +265,7 @@ class LineReader {
     require(next(line), where_, ": ends before '", key, "'");
     require(line.substr(0, key.size()) == key && line.size() > key.size() &&
                 (line[key.size()] == ' ' || line[key.size()] == '\t'),
-            where_, ":", line_no_, ": expected '", key, " ...', found '", line, "'");
+            where_, ":", line_no_, ": expected '", key, " ...', found '", escape_text(line), "'");
     std::string_view v = line.substr(key.size());
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
     return v;
@@ -275,11 +275,14 @@ class LineReader {
     std::int64_t v = 0;
     const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
     require(r.ec == std::errc() && r.ptr == s.data() + s.size(), where_, ":", line_no_, ": ", what,
-            " '", s, "' is not an integer");
+            " '", escape_text(s), "' is not an integer");
     return v;
   }
 
-  [[noreturn]] void error(const std::string& msg) const { fail(where_, ":", line_no_, ": ", msg); }
+  // Quoted file text in `msg` is shown escaped (a binary file is not echoed raw).
+  [[noreturn]] void error(const std::string& msg) const {
+    fail(where_, ":", line_no_, ": ", escape_text(msg));
+  }
   std::int64_t line_no() const { return line_no_; }
 
  private:
@@ -299,7 +302,8 @@ BpeTokenizer BpeTokenizer::parse(std::string_view text, const std::string& where
   magic += ' ';
   magic += std::to_string(kFileVersion);
   require(line == magic, where,
-          ": not a wiola BPE tokenizer file of version ", kFileVersion, " (first line '", line,
+          ": not a wiola BPE tokenizer file of version ", kFileVersion, " (first line '",
+          escape_text(line.substr(0, 32)), line.size() > 32 ? "..." : "",
           "', expected '", kMagic, " ", kFileVersion, "')");
   const std::string_view norm = r.expect("normalization");
   if (norm != "nfc") r.error("normalization '" + std::string(norm) + "' is not supported (nfc)");

@@ -23,32 +23,51 @@ std::string checkpoint_name(std::int64_t step) {
 
 std::string partial_name(std::int64_t step) { return checkpoint_name(step) + ".partial"; }
 
-namespace {
-
-// The step of a complete checkpoint's directory name, or -1.
-long long step_of(const std::string& name) {
+long long checkpoint_step(const std::string& name) {
   long long step = -1;
   char tail = 0;
-  if (std::sscanf(name.c_str(), "step-%lld%c", &step, &tail) != 1) return -1;
+  if (std::sscanf(name.c_str(), "step-%lld%c", &step, &tail) != 1 || step < 0) return -1;
   return name == checkpoint_name(step) ? step : -1;
 }
 
-}  // namespace
+namespace {
 
-std::vector<std::string> list_checkpoints(const std::string& save_dir) {
+// step-N directories, newest first; with_manifest: only complete ones.
+std::vector<std::string> step_dirs(const std::string& save_dir, bool with_manifest) {
   std::vector<std::pair<long long, std::string>> found;
   std::error_code ec;
   if (!fs::is_directory(save_dir, ec)) return {};
   for (const auto& e : fs::directory_iterator(save_dir, ec)) {
     const std::string name = e.path().filename().string();
-    const long long step = step_of(name);
-    if (step >= 0 && e.is_directory() && fs::exists(e.path() / kManifestName))
+    const long long step = checkpoint_step(name);
+    if (step >= 0 && e.is_directory(ec) &&
+        (!with_manifest || fs::exists(e.path() / kManifestName, ec)))
       found.emplace_back(step, name);
   }
   std::sort(found.rbegin(), found.rend());
   std::vector<std::string> out;
   for (auto& f : found) out.push_back(f.second);
   return out;
+}
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+constexpr std::string_view kPartialSuffix = ".partial", kRetiredSuffix = ".retired";
+
+bool is_retired(const std::string& name) {
+  return name.size() > 1 && name[0] == '.' && ends_with(name, kRetiredSuffix);
+}
+
+}  // namespace
+
+std::vector<std::string> list_checkpoints(const std::string& save_dir) {
+  return step_dirs(save_dir, true);
+}
+
+std::vector<std::string> list_checkpoint_dirs(const std::string& save_dir) {
+  return step_dirs(save_dir, false);
 }
 
 std::optional<std::string> read_latest(const std::string& save_dir) {
@@ -70,6 +89,16 @@ void sync_directory(const std::string& dir) {
   const bool ok = ::fsync(fd) == 0;
   ::close(fd);
   require(ok, dir, ": fsync failed");
+}
+
+void require_loadable_name(const std::string& dir) {
+  std::string name = fs::path(dir).lexically_normal().filename().string();
+  if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
+  if (name.empty()) return;
+  require(!(name[0] != '.' && ends_with(name, kPartialSuffix)), dir,
+          ": an unfinished checkpoint (.partial: its save never completed); it is never loaded");
+  require(!is_retired(name), dir,
+          ": a checkpoint being deleted (pruned or replaced); it is never loaded");
 }
 
 CheckpointManifest read_manifest(const std::string& dir) {
@@ -106,23 +135,71 @@ std::vector<std::string> verify_files(const std::string& dir, const CheckpointMa
   return problems;
 }
 
-std::vector<std::string> prune_checkpoints(const std::string& save_dir, int keep) {
-  std::vector<std::string> removed;
+void retire_checkpoint(const std::string& save_dir, const std::string& name) {
+  const fs::path from = fs::path(save_dir) / name;
+  const fs::path to = fs::path(save_dir) / ("." + name + std::string(kRetiredSuffix));
   std::error_code ec;
-  const std::vector<std::string> all = list_checkpoints(save_dir);
-  if (keep > 0)
-    for (std::size_t i = static_cast<std::size_t>(keep); i < all.size(); ++i) {
-      fs::remove_all(fs::path(save_dir) / all[i], ec);
-      removed.push_back(all[i]);
-    }
-  for (const auto& e : fs::directory_iterator(save_dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() > 8 && name.rfind(".partial") == name.size() - 8) {
-      fs::remove_all(e.path(), ec);
-      removed.push_back(name);
+  fs::remove_all(to, ec);  // an earlier retirement of the same name, already hidden
+  require(!ec, to.string(), ": cannot remove: ", ec.message());
+  fs::rename(from, to, ec);
+  require(!ec, from.string(), ": cannot rename it to ", to.filename().string(), ": ", ec.message());
+}
+
+std::vector<std::string> retire_old_checkpoints(const std::string& save_dir, int keep,
+                                                std::int64_t newest_step) {
+  std::vector<std::string> retired;
+  if (keep > 0) {
+    int kept = 0;
+    for (const std::string& name : list_checkpoints(save_dir)) {
+      if (checkpoint_step(name) > newest_step) continue;  // an earlier run's later step
+      if (kept++ < keep) continue;
+      retired.push_back(name);
     }
   }
-  return removed;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(save_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] != '.' && ends_with(name, kPartialSuffix)) retired.push_back(name);
+  }
+  // Housekeeping: what cannot be renamed stays (complete) and is tried again
+  // at the next save.
+  std::vector<std::string> done;
+  for (const std::string& name : retired) {
+    try {
+      retire_checkpoint(save_dir, name);
+      done.push_back(name);
+    } catch (const Error&) {
+    }
+  }
+  if (!done.empty()) sync_directory(save_dir);
+  return done;
+}
+
+void remove_retired(const std::string& save_dir) {
+  std::error_code ec;
+  std::vector<fs::path> doomed;
+  for (const auto& e : fs::directory_iterator(save_dir, ec))
+    if (is_retired(e.path().filename().string())) doomed.push_back(e.path());
+  for (const fs::path& p : doomed) fs::remove_all(p, ec);  // what stays is removed next time
+}
+
+std::vector<std::string> remove_leftovers(const std::string& save_dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  if (!fs::is_directory(save_dir, ec)) return found;
+  for (const auto& e : fs::directory_iterator(save_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (is_retired(name) || (name[0] != '.' && ends_with(name, kPartialSuffix)))
+      found.push_back(name);
+  }
+  for (const std::string& name : found)
+    if (!is_retired(name)) retire_checkpoint(save_dir, name);
+  if (!found.empty()) {
+    sync_directory(save_dir);
+    remove_retired(save_dir);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 }  // namespace wiola

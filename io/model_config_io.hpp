@@ -14,18 +14,24 @@ namespace h5 {
 class File;
 }
 
-// Integers as int attributes, reals as double attributes, choices by name.
+// The stored fields of c's family (core/model_fields.hpp), `arch` among them:
+// integers as int attributes, reals as double attributes, choices by name.
 void write_model_attrs(h5::File& f, const ModelConfig& c);
-// The fields write_model_attrs writes (the rest keep their defaults); preset
-// "file". Throws naming the file and the attribute; does not validate.
+// The fields write_model_attrs writes (the rest keep their defaults): `arch`
+// first (absent: the main family, as in files written before the second
+// family existed), then that family's fields; preset "file". Throws naming
+// the file and the attribute; does not validate.
 ModelConfig read_model_attrs(const h5::File& f);
 
-// The same fields as JSON members, plus the usual Hugging Face names of those
-// that have one (hidden_size, num_hidden_layers, ...).
+// The same fields as JSON members, each once: under its Hugging Face name
+// where the table has one (hidden_size, num_hidden_layers, rope_theta, ...),
+// else under its file key (k_s, tau, summary, ...).
 void write_model_json(nlohmann::json& j, const ModelConfig& c);
-// Reads the fields under their file keys (the Hugging Face names are not
-// read); preset "safetensors". Throws nlohmann::json exceptions for missing or
-// mistyped members and wiola::Error for an unknown choice; does not validate.
+// Reads `arch` (absent: the main family), then that family's fields, each
+// under its Hugging Face name or, failing that, its file key, so config.json
+// files of either spelling load; preset "safetensors". Throws wiola::Error
+// naming a missing field, nlohmann::json exceptions for mistyped members,
+// wiola::Error for an unknown choice; does not validate.
 ModelConfig read_model_json(const nlohmann::json& j);
 
 }  // namespace wiola

@@ -49,10 +49,26 @@ std::size_t dtype_bytes(const std::string& dt, const std::string& where) {
 
 }  // namespace
 
+namespace {
+
+std::uint16_t double_to_bf16(double v) {
+  const float f = static_cast<float>(v);
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu))
+    return static_cast<std::uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
+  bits += 0x7FFFu + ((bits >> 16) & 1u);                   // round to nearest even
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+}  // namespace
+
 void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors,
                        DType dtype, const std::map<std::string, std::string>& metadata) {
-  require(dtype == DType::F32 || dtype == DType::F64, "safetensors export is fp32 or fp64");
-  const std::size_t es = dtype == DType::F64 ? 8 : 4;
+  require(dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16,
+          "safetensors export is fp32, fp64 or bf16");
+  const std::size_t es = dtype_size(dtype);
+  const char* name = dtype == DType::F64 ? "F64" : dtype == DType::BF16 ? "BF16" : "F32";
   json header = json::object();
   json meta = json::object();
   for (const auto& [k, v] : metadata) meta[k] = v;
@@ -64,9 +80,7 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
     require(n == static_cast<std::int64_t>(t.data.size()), "safetensors: tensor '", t.name,
             "' has ", t.data.size(), " values for its shape");
     const std::size_t bytes = static_cast<std::size_t>(n) * es;
-    header[t.name] = {{"dtype", dtype == DType::F64 ? "F64" : "F32"},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {{"dtype", name}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string h = header.dump();
@@ -82,6 +96,10 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
       if (dtype == DType::F64) {
         out.write(reinterpret_cast<const char*>(t.data.data()),
                   static_cast<std::streamsize>(t.data.size() * 8));
+      } else if (dtype == DType::BF16) {
+        std::vector<std::uint16_t> b(t.data.size());
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = double_to_bf16(t.data[i]);
+        out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size() * 2));
       } else {
         std::vector<float> f(t.data.begin(), t.data.end());
         out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size() * 4));
@@ -160,17 +178,21 @@ std::vector<SafeTensor> read_safetensors(const std::string& path) {
   return out;
 }
 
-void write_hf_config(const std::string& path, const ModelConfig& c,
-                     const std::vector<std::string>& names, DType dtype) {
+void write_hf_config(const std::string& path, const ModelConfig& c, const HfConfigExtras& x) {
   json j;
   j["model_type"] = "wiola";
   j["architectures"] = {"WiolaForCausalLM"};
-  j["torch_dtype"] = dtype == DType::F64 ? "float64" : "float32";
+  // transformers' trust_remote_code loads these from modeling_wiola.py beside it.
+  j["auto_map"] = {{"AutoConfig", "modeling_wiola.WiolaConfig"},
+                   {"AutoModelForCausalLM", "modeling_wiola.WiolaForCausalLM"}};
+  j["torch_dtype"] = x.dtype == DType::F64 ? "float64" : x.dtype == DType::BF16 ? "bfloat16" : "float32";
   j["tie_word_embeddings"] = true;
-  // The fields under their own names and, where there is one, the usual
-  // Hugging Face name too, for tools that look for it.
-  write_model_json(j, c);
-  j["canonical_names"] = names;
+  j["head_dim"] = c.head_dim();
+  if (x.bos_token_id >= 0) j["bos_token_id"] = x.bos_token_id;
+  if (x.eos_token_id >= 0) j["eos_token_id"] = x.eos_token_id;
+  write_model_json(j, c);  // each field once: its Hugging Face name, else its own
+  j["canonical_names"] = x.names;
+  if (!x.wiola_version.empty()) j["wiola_version"] = x.wiola_version;
   write_text_file_atomic(path, j.dump(2) + "\n");
 }
 
@@ -186,7 +208,12 @@ ModelConfig read_hf_config(const std::string& path) {
   ModelConfig c;
   try {
     c = read_model_json(j);
+    if (j.contains("head_dim"))
+      require(c.H > 0 && j.at("head_dim").get<int>() * c.H == c.d, "head_dim ",
+              j.at("head_dim").dump(), " is not hidden_size / num_attention_heads = ", c.d, " / ", c.H);
   } catch (const json::exception& e) {
+    fail(path, ": ", e.what());
+  } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
   c.validate();

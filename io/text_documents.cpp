@@ -18,8 +18,9 @@ TextFormat parse_text_format(const std::string& s) {
 
 TextSplit parse_text_split(const std::string& s) {
   if (s == "file") return TextSplit::File;
-  if (s == "line") return TextSplit::Line;
-  if (s == "paragraph") return TextSplit::Paragraph;
+  // The plurals read as naturally ("--split paragraphs"); both are accepted.
+  if (s == "line" || s == "lines") return TextSplit::Line;
+  if (s == "paragraph" || s == "paragraphs") return TextSplit::Paragraph;
   if (s == "separator") return TextSplit::Separator;
   fail("--split: '", s, "' is not file, line, paragraph or separator");
 }

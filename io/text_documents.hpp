@@ -29,7 +29,7 @@ struct TextInputOptions {
 };
 
 TextFormat parse_text_format(const std::string& s);  // "text" | "jsonl"
-TextSplit parse_text_split(const std::string& s);    // "file" | "line" | "paragraph" | "separator"
+TextSplit parse_text_split(const std::string& s);    // "file" | "line(s)" | "paragraph(s)" | "separator"
 // The format a file name suggests: .jsonl / .json / .ndjson are JSON lines.
 TextFormat guess_text_format(const std::string& path);
 

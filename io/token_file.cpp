@@ -76,12 +76,12 @@ std::unique_ptr<Tokenizer> tokenizer_for(const h5::File& f, const TokenFileHeade
                                          const std::string& tokenizer_file) {
   std::unique_ptr<Tokenizer> tok;
   std::string source;
-  if (h.tokenizer == "byte") {
-    tok = make_tokenizer(h.tokenizer);
-    source = "the built-in byte tokenizer";
-  } else if (!tokenizer_file.empty()) {
+  if (!tokenizer_file.empty()) {  // named by the user: it must match, even a byte file
     tok = load_tokenizer_file(tokenizer_file);
     source = tokenizer_file;
+  } else if (h.tokenizer == "byte") {
+    tok = make_tokenizer(h.tokenizer);
+    source = "the built-in byte tokenizer";
   } else if (h.has_tokenizer_model) {
     tok = tokenizer_from_model_text(read_embedded_tokenizer(f),
                                     f.path() + ": dataset 'tokenizer_model'");

@@ -37,8 +37,9 @@ TokenFileHeader read_token_header(const h5::File& f);
 // The embedded tokenizer file text (dataset `tokenizer_model`), or "".
 std::string read_embedded_tokenizer(const h5::File& f);
 
-// The tokenizer that decodes `f`: the built-in one its `tokenizer` attribute
-// names, else the file `tokenizer_file` when given, else the embedded model.
+// The tokenizer that decodes `f`: the file `tokenizer_file` when given (it
+// must match, whatever the file names), else the built-in one its `tokenizer`
+// attribute names, else the embedded model.
 // Its hash must equal the file's `tokenizer_hash`. Errors say what to pass.
 std::unique_ptr<Tokenizer> tokenizer_for(const h5::File& f, const TokenFileHeader& h,
                                          const std::string& tokenizer_file = "");

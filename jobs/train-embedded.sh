@@ -11,6 +11,12 @@ cmake --build "$build" -j "$(nproc)" --target wiola-train wiola_embedded_data
 # OpenMPI refuses root unless told; this machine is a single box, so ranks may
 # outnumber cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-exec mpirun --oversubscribe --bind-to none -np 4 \
+# mpirun runs in the background: USR1 or TERM to this script reaches the ranks
+# as USR1 (jobs/lib/signals.sh), so with --save they checkpoint and this script
+# exits 75, as the run itself would.
+source "$root/jobs/lib/signals.sh"
+rc=0
+wiola_launch mpirun --oversubscribe --bind-to none -np 4 \
   -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
-  "$build/tools/wiola-train/wiola-train" --config "$root/jobs/configs/embedded.ini" "$@"
+  "$build/tools/wiola-train/wiola-train" --config "$root/jobs/configs/embedded.ini" "$@" || rc=$?
+exit "$rc"

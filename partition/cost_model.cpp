@@ -26,6 +26,20 @@ double activation_elements_per_token_per_layer(const ModelConfig& c) {
   // A rough count of what one layer of our implementation keeps per token
   // until its backward pass (recomputation off):
   const double d = c.d, hd = double(c.H) * c.head_dim(), kvd = double(c.Hkv) * c.head_dim();
+  if (!c.main_family()) {
+    // Wiola 13M (model/layer13m.hpp's Layer13mSaved).
+    const double H = c.H, dh = c.head_dim(), dff = c.dff;
+    double n = 0;
+    n += 2 * d;              // layer input, normed input
+    n += 2 * hd;             // Q before and after spiral RoPE
+    n += 2 * kvd;            // K after RoPE, V
+    n += 2 * dh + 4 * H;     // gate: head mean m, prefix mean c, W1 out, SiLU, logits, σ
+    n += 2 * hd;             // gated queries, attention output (input of o_proj)
+    n += H;                  // log-sum-exp
+    n += 2 * d;              // h' (ffn_norm input) and its normalisation
+    n += 3 * dff;            // [a; b] and r (input of down)
+    return n;
+  }
   const double lam = c.Lambda;
   double n = 0;
   n += 2 * d;                    // attn_norm: layer input X, normed X~ (input of q/k/v/gate)
@@ -75,7 +89,9 @@ StageCost stage_cost(const ModelConfig& c, const StageSpec& s, int stage, int pp
   double elems = s.num_layers() * activation_elements_per_token_per_layer(c);
   if (s.head) elems += head_activation_elements_per_token(c);
   r.activation_bytes_per_token = elems * m.bytes_per_activation;
-  r.in_flight = m.microbatches > 0 ? std::min(pp - stage, m.microbatches) : pp - stage;
+  r.in_flight = m.microbatches > 0 ? (m.hold_all_microbatches ? m.microbatches
+                                                              : std::min(pp - stage, m.microbatches))
+                                    : pp - stage;
   const double tokens = m.microbatch_tokens > 0 ? double(m.microbatch_tokens) : double(c.T);
   r.activation_bytes = r.activation_bytes_per_token * tokens * r.in_flight;
   return r;

@@ -31,6 +31,9 @@ struct CostModel {
   std::int64_t microbatch_tokens = 0;
   // Micro-batches per step: a stage never holds more than these (0: unbounded).
   int microbatches = 0;
+  // GPipe: every micro-batch's activations are held until the backwards
+  // start (all `microbatches`); 1F1B (false): min(P - s, m) on stage s.
+  bool hold_all_microbatches = false;
 };
 
 struct StageCost {

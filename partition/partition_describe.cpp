@@ -28,8 +28,9 @@ std::string describe_partition(const ModelConfig& c, const std::vector<StageSpec
   const long long tokens = m.microbatch_tokens > 0 ? m.microbatch_tokens : c.T;
   std::string out = format("partition of %s (L=%d) over %d stage%s", c.preset.c_str(), c.L, pp,
                            pp == 1 ? "" : "s");
-  out += format(" (memory: %.0f B/param, %.0f B/activation, %lld tokens/micro-batch, 1F1B)\n",
-                m.bytes_per_param, m.bytes_per_activation, tokens);
+  out += format(" (memory: %.0f B/param, %.0f B/activation, %lld tokens/micro-batch, %s)\n",
+                m.bytes_per_param, m.bytes_per_activation, tokens,
+                m.hold_all_microbatches ? "GPipe" : "1F1B");
   for (int s = 0; s < pp; ++s) {
     const StageSpec& st = stages[s];
     const StageCost k = stage_cost(c, st, s, pp, m);

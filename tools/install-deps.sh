@@ -14,6 +14,8 @@ packages=(
   nlohmann-json3-dev                     # JSON-lines input of wiola-data encode
   zlib1g-dev                             # CRC-32 of checkpoint files
   fortunes                               # text of the embedded default dataset
+  python3-matplotlib                     # tools/wiola-plot and wiola-profile's timeline picture
+  python3-torch                          # the Hugging Face export test (tools/hf/modeling_wiola.py)
 )
 
 missing=()

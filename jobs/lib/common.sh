@@ -5,6 +5,8 @@
 # (sbatch exports the submitting environment by default); jobs/README.md lists
 # them.
 
+source "$WIOLA_ROOT/jobs/lib/signals.sh"
+
 wiola_log() { echo "[wiola $(date '+%F %T')] $*"; }
 wiola_die() { echo "[wiola $(date '+%F %T')] error: $*" >&2; exit 2; }
 
@@ -18,10 +20,11 @@ wiola_die() { echo "[wiola $(date '+%F %T')] error: $*" >&2; exit 2; }
 # One thread per rank unless Slurm gave the task more CPUs.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}
 export OPENBLAS_NUM_THREADS=$OMP_NUM_THREADS
-# NCCL (GPU runs): report problems, fail rather than hang on a broken link.
+# NCCL (GPU runs): report problems, and a generous InfiniBand retry timeout;
+# a stuck collective is caught by wiola's own watchdog (--comm-timeout). Set
+# NCCL_SOCKET_IFNAME / NCCL_IB_HCA for the site's network if NCCL picks wrong.
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 export NCCL_IB_TIMEOUT=${NCCL_IB_TIMEOUT:-22}
-export NCCL_ASYNC_ERROR_HANDLING=${NCCL_ASYNC_ERROR_HANDLING:-1}
 
 mkdir -p "$RUN_DIR/logs"
 
@@ -38,22 +41,25 @@ wiola_check_layout() {
   fi
 }
 
-# wiola_run_step CMD...: runs `srun CMD` in the background so this shell can
-# take signals; USR1 or TERM (the time-limit warning, a preemption) is passed
-# on to the ranks as USR1, which makes them checkpoint and exit with 75.
-# Returns srun's exit status.
+# wiola_run_step CMD...: runs `srun CMD` through wiola_launch (lib/signals.sh):
+# USR1 or TERM to the batch shell (the time-limit warning, a preemption, a
+# requeue) is passed on to the ranks as USR1, which makes them checkpoint and
+# exit with 75. Returns srun's exit status.
 wiola_run_step() {
-  srun --mpi="$SRUN_MPI" --kill-on-bad-exit=1 ${SRUN_ARGS:-} "$@" &
-  local pid=$! rc=0
-  trap "wiola_log 'USR1 received: asking the ranks to checkpoint'; kill -USR1 $pid 2>/dev/null" USR1
-  trap "wiola_log 'TERM received: asking the ranks to checkpoint'; kill -USR1 $pid 2>/dev/null" TERM
-  # bash runs a trap only between commands: wait returns early on a signal,
-  # so wait again until srun itself has ended.
-  while :; do
-    wait "$pid"
-    rc=$?
-    kill -0 "$pid" 2>/dev/null || break
-  done
-  trap - USR1 TERM
-  return "$rc"
+  wiola_launch srun --mpi="$SRUN_MPI" --kill-on-bad-exit=1 ${SRUN_ARGS:-} "$@"
+}
+
+# wiola_requeue: after the ranks checkpointed on a signal (status 75), puts the
+# job back in the queue. When Slurm is requeueing it already (a preemption or
+# `scontrol requeue`: it signalled the job itself and raised its restart
+# count), that is all that is needed.
+wiola_requeue() {
+  local out restarts
+  out=$(scontrol requeue "$SLURM_JOB_ID" 2>&1) && return 0
+  restarts=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+  if [ -n "$restarts" ] && [ "$restarts" -gt "${SLURM_RESTART_COUNT:-0}" ]; then
+    wiola_log "Slurm is requeueing job $SLURM_JOB_ID already (restart $restarts: a preemption or scontrol requeue)"
+    return 0
+  fi
+  wiola_die "scontrol requeue $SLURM_JOB_ID failed: $out"
 }

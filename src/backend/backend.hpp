@@ -33,6 +33,10 @@ struct AttentionDims {
   int head_dim = 0;   // dh; scores are scaled by 1/sqrt(dh)
 };
 
+// Which coordinates of a head a rotary map pairs: rotate-half (j, j + dh/2),
+// the main family's SRPE, or interleaved (2j, 2j + 1), Wiola 13M's spiral RoPE.
+enum class RotaryPairs : std::uint8_t { Half, Interleaved };
+
 // Which keys each query row may see, so one kernel serves plain causal GCLA and
 // both ATM modes. Row indices inside a sequence block are 0-based.
 struct AttentionIndex {
@@ -49,6 +53,10 @@ class Backend {
   virtual std::string name() const = 0;
   // Waits until every op queued so far has finished (a no-op on the CPU).
   virtual void synchronize() {}
+  // The device stream the ops are queued on (a cudaStream_t for CUDA), for a
+  // communicator that orders its transfers after them; nullptr when there is
+  // none (the CPU, the emulated CUDA backend of the tests).
+  virtual void* native_stream() const { return nullptr; }
 
   // Memory this backend holds for tensors now, and the most it ever held (bytes).
   struct MemoryStats {
@@ -108,32 +116,41 @@ class Backend {
 
   // ---- WRMSNorm: z = x + δ, y = γ ⊙ z / sqrt(mean(z²) + eps) ---------------
   // gamma, delta [1, d]; rstd [N, 1] receives 1/sqrt(mean(z²)+eps) for backward.
+  // delta may be an undefined Tensor: plain RMSNorm (δ = 0, Wiola 13M); ddelta
+  // is then undefined too and nothing is added for it.
   virtual void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
                             const Tensor& y, const Tensor& rstd) = 0;
   virtual void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
                             const Tensor& rstd, const Tensor& dy, const Tensor& dx, bool accumulate,
                             const Tensor& dgamma, const Tensor& ddelta) = 0;
 
-  // ---- SRPE (rotate-half pairs (j, j + dh/2) inside every head) ------------
+  // ---- SRPE / rotary maps (pairs inside every head) -------------------------
   // x, y [N, heads*head_dim] (y may be x); positions I32 [N, 1];
-  // cos_tab, sin_tab [P, head_dim/2] hold c = r·cos Θ and s = r·sin Θ per position.
-  // y_j = x_j c − x_{j+h} s ; y_{j+h} = x_j s + x_{j+h} c.
+  // cos_tab, sin_tab [P, head_dim/2] hold c_j and s_j per position (SRPE:
+  // c = r·cos Θ, s = r·sin Θ; spiral RoPE: cos and sin of the angle). Pair j is
+  // (a, b) = (j, j + dh/2) for RotaryPairs::Half, (2j, 2j + 1) for Interleaved:
+  // y_a = x_a c − x_b s ; y_b = x_a s + x_b c.
   virtual void srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
-                        const Tensor& sin_tab, int head_dim, const Tensor& y) = 0;
+                        const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                        const Tensor& y) = 0;
   // dx = R(p)ᵀ dy (written; dx may be dy).
   virtual void srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
-                        const Tensor& sin_tab, int head_dim, const Tensor& dx) = 0;
+                        const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                        const Tensor& dx) = 0;
 
   // ---- GCLA attention core -------------------------------------------------
   // Q [B*T, H*dh] (after SRPE), K, V [B*T, Hkv*dh] (K after SRPE).
   // ctx_k[c], ctx_v[c] [R_c, Hkv*dh]: context keys/values from the c-th summary
-  // (oldest first); query i reads row ctx_row[i] of each. n_ctx = ctx_k.size() >= 1.
+  // (oldest first); query i reads row ctx_row[i] of each. n_ctx = ctx_k.size() >= 0.
   // phi [1, 1]: β = σ(φ).
   //   O_self = softmax(Q_h K_gᵀ / √dh over visible keys) V_g
   //   O_ctx  = softmax(Q_h · ctx_k[c]_g / √dh over c) · ctx_v[c]_g
   //   O      = (1 − β) O_self + β O_ctx
   // Saves O_self, O_ctx [B*T, H*dh] and the log-sum-exp of each softmax,
   // lse_self, lse_ctx [B*T, H], for the backward pass.
+  // No context (n_ctx = 0; plain causal attention, Wiola 13M): O = O_self
+  // exactly; phi, o_ctx, lse_ctx (and in backward dphi) are neither read nor
+  // written and may be undefined Tensors; o_self may be the same tensor as o.
   virtual void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
                              const Tensor& v, std::span<const Tensor> ctx_k,
                              std::span<const Tensor> ctx_v, const Tensor& phi,
@@ -150,6 +167,20 @@ class Backend {
                              const Tensor& d_o, const Tensor& dq, const Tensor& dk,
                              const Tensor& dv, std::span<const Tensor> dctx_k,
                              std::span<const Tensor> dctx_v, const Tensor& dphi) = 0;
+
+  // ---- per-head maps of x [N, heads*head_dim] (Wiola 13M's gate) ------------
+  // y [N, head_dim] = the mean over the heads: y_j = (1/heads) Σ_h x[h*head_dim + j].
+  virtual void head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) = 0;
+  // dx[h*head_dim + j] = dy_j / heads (written, or added when accumulate).
+  virtual void head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx,
+                             bool accumulate) = 0;
+  // y[h*head_dim + j] = s[h] · x[h*head_dim + j], s [N, heads] (y may be x).
+  virtual void head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim,
+                              const Tensor& y) = 0;
+  // dx = s · dy per head (written; dx may be dy); ds[h] = Σ_j dy·x over the
+  // head's columns (written, summed in at least fp32).
+  virtual void head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
+                              const Tensor& dx, const Tensor& ds) = 0;
 
   // ---- gates and activations (all [N, C], element by element) --------------
   // y = σ(g) ⊙ x

@@ -10,6 +10,7 @@ std::string TimedBackend::family_of(const std::string& op) {
       {"attention", "attention"},
       {"wrmsnorm", "norm"},
       {"srpe", "srpe"},
+      {"head_", "gates and activations"},
       {"sigmoid_mul", "gates and activations"},
       {"silu_mul", "gates and activations"},
       {"gelu", "gates and activations"},

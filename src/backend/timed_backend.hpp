@@ -33,6 +33,7 @@ class TimedBackend final : public Backend {
   Device device() const override { return inner_.device(); }
   std::string name() const override { return inner_.name(); }
   void synchronize() override { inner_.synchronize(); }
+  void* native_stream() const override { return inner_.native_stream(); }
   MemoryStats memory() const override { return inner_.memory(); }
   std::size_t memory_capacity() const override { return inner_.memory_capacity(); }
   void reserve_memory(std::size_t bytes) override { inner_.reserve_memory(bytes); }
@@ -109,12 +110,30 @@ class TimedBackend final : public Backend {
   }
 
   void srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
-                const Tensor& sin_tab, int head_dim, const Tensor& y) override {
-    timed("srpe_fwd", [&] { inner_.srpe_fwd(x, positions, cos_tab, sin_tab, head_dim, y); });
+                const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                const Tensor& y) override {
+    timed("srpe_fwd",
+          [&] { inner_.srpe_fwd(x, positions, cos_tab, sin_tab, head_dim, pairs, y); });
   }
   void srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
-                const Tensor& sin_tab, int head_dim, const Tensor& dx) override {
-    timed("srpe_bwd", [&] { inner_.srpe_bwd(dy, positions, cos_tab, sin_tab, head_dim, dx); });
+                const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                const Tensor& dx) override {
+    timed("srpe_bwd",
+          [&] { inner_.srpe_bwd(dy, positions, cos_tab, sin_tab, head_dim, pairs, dx); });
+  }
+
+  void head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) override {
+    timed("head_mean_fwd", [&] { inner_.head_mean_fwd(x, head_dim, y); });
+  }
+  void head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bool accumulate) override {
+    timed("head_mean_bwd", [&] { inner_.head_mean_bwd(dy, head_dim, dx, accumulate); });
+  }
+  void head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim, const Tensor& y) override {
+    timed("head_scale_fwd", [&] { inner_.head_scale_fwd(x, s, head_dim, y); });
+  }
+  void head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
+                      const Tensor& dx, const Tensor& ds) override {
+    timed("head_scale_bwd", [&] { inner_.head_scale_bwd(x, s, dy, head_dim, dx, ds); });
   }
 
   void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,

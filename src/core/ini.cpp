@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace po = boost::program_options;
 
@@ -37,6 +38,11 @@ void store_ini(const std::string& text, const std::string& origin,
                const po::options_description& desc, po::variables_map& vm) {
   // Checked line by line here, so errors can name the line; what Boost reads
   // is the text with the comment lines blanked (it knows no ';' comments).
+  // Anything quoted from the file goes through printable(): a binary file
+  // given as a config is named, not echoed to the terminal.
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
+    fail(origin, ": not a text file (a NUL byte at offset ", nul, "; it starts '",
+         printable(std::string_view(text).substr(0, 16)), "')");
   std::istringstream in(text);
   std::ostringstream clean;
   std::map<std::string, int> line_of;  // key -> its last line
@@ -47,19 +53,19 @@ void store_ini(const std::string& text, const std::string& origin,
       clean << '\n';
       continue;
     }
-    require(t[0] != '[', origin, ":", no, ": section headers ('", t,
+    require(t[0] != '[', origin, ":", no, ": section headers ('", printable(t),
             "') are not supported: a config file is flat 'option = value' lines");
     const auto eq = t.find('=');
     require(eq != std::string_view::npos, origin, ":", no, ": expected 'option = value', found '",
-            t, "'");
+            printable(t), "'");
     const std::string key(trim(t.substr(0, eq)));
     const std::string_view value = trim(t.substr(eq + 1));
     require(!key.empty(), origin, ":", no, ": no option name before '='");
     if (const std::size_t c = inline_comment(value); c != std::string_view::npos)
-      fail(origin, ":", no, ": option '", key, "': '", value.substr(c),
+      fail(origin, ":", no, ": option '", printable(key), "': '", printable(value.substr(c)),
            "' after the value looks like a comment; comments go on lines of their own");
     require(desc.find_nothrow(key, false) != nullptr, origin, ":", no, ": unrecognised option '",
-            key, "'");
+            printable(key), "'");
     line_of[key] = no;
     clean << key << " = " << value << '\n';
   }
@@ -71,10 +77,10 @@ void store_ini(const std::string& text, const std::string& origin,
     std::string name = e.get_option_name();
     name.erase(0, name.find_first_not_of('-'));
     const auto it = line_of.find(name);
-    if (it != line_of.end()) fail(origin, ":", it->second, ": ", e.what());
-    fail(origin, ": ", e.what());
+    if (it != line_of.end()) fail(origin, ":", it->second, ": ", printable(e.what()));
+    fail(origin, ": ", printable(e.what()));
   } catch (const po::error& e) {
-    fail(origin, ": ", e.what());
+    fail(origin, ": ", printable(e.what()));
   }
 }
 

@@ -34,6 +34,30 @@ ParamLayout::ParamLayout(const ModelConfig& c, const StageSpec& s) {
   namespace names = param_names;
   namespace role = param_names::role;
   if (s.embed || s.head) add(names::kEmbed, -1, c.V, d, true, normal, std_in);
+  if (!c.main_family()) {
+    // Wiola 13M (SPEC "The Wiola 13M variant"): no δ, no biases but the gate's.
+    const std::int64_t H = c.H, dh = c.head_dim(), dff = c.dff;
+    for (int l = s.first_layer; l < s.end_layer; ++l) {
+      auto n = [&](const char* r, std::int64_t rows, std::int64_t cols, bool decay,
+                   InitKind init, double value) {
+        add(names::layer_param(l, r), l, rows, cols, decay, init, value);
+      };
+      n(role::kAttnNormGamma, 1, d, false, constant, 1.0);
+      n(role::kQProj, hd, d, true, normal, std_in);
+      n(role::kKProj, kvd, d, true, normal, std_in);
+      n(role::kVProj, kvd, d, true, normal, std_in);
+      n(role::kOProj, d, hd, true, normal, std_out);
+      n(role::kGateW1, H, dh, true, normal, std_in);
+      n(role::kGateW2, H, H, true, normal, std_in);
+      n(role::kGateW2Bias, 1, H, false, constant, 0.0);  // every gate starts at σ(0) = 0.5
+      n(role::kFfnNormGamma, 1, d, false, constant, 1.0);
+      n(role::kUp, 2 * dff, d, true, normal, std_in);
+      n(role::kBypass, dff, d, true, normal, std_in);
+      n(role::kDown, d, dff, true, normal, std_out);
+    }
+    if (s.head) add(names::kFinalNormGamma, -1, 1, d, false, constant, 1.0);
+    return;
+  }
   for (int l = s.first_layer; l < s.end_layer; ++l) {
     auto n = [&](const char* r, std::int64_t rows, std::int64_t cols, bool decay, InitKind init,
                  double value) { add(names::layer_param(l, r), l, rows, cols, decay, init, value); };

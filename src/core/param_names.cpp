@@ -27,7 +27,8 @@ std::string_view layer_role(std::string_view name) {
 }
 
 bool is_vector_param(std::string_view name) {
-  return ends_with(name, ".gamma") || ends_with(name, ".delta") || ends_with(name, ".ctx_logit");
+  return ends_with(name, ".gamma") || ends_with(name, ".delta") || ends_with(name, ".ctx_logit") ||
+         ends_with(name, ".bias");
 }
 
 }  // namespace wiola::param_names

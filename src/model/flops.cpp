@@ -21,7 +21,28 @@ double context_layer_forward_flops(const ModelConfig& c, int n_ctx) {
   return f;
 }
 
+namespace {
+
+// Wiola 13M: no context, no DSFF; the gate's MLP is per token too.
+double layer13m_forward_flops(const ModelConfig& c) {
+  const double d = c.d, hd = double(c.H) * c.head_dim(), kvd = double(c.Hkv) * c.head_dim();
+  const double T = c.T, H = c.H, dh = c.head_dim(), dff = c.dff;
+  double f = 0;
+  f += 2 * d * hd;                  // q_proj
+  f += 2 * d * kvd * 2;             // k_proj, v_proj
+  f += 2 * hd * d;                  // o_proj
+  f += 2 * dh * H + 2 * H * H;      // gate_w1, gate_w2
+  f += 2 * 2 * hd * (T + 1) / 2;    // causal scores and weighted sum
+  f += 2 * d * dff * 2;             // up ([a; b])
+  f += 2 * d * dff;                 // bypass
+  f += 2 * dff * d;                 // down
+  return f;
+}
+
+}  // namespace
+
 double layer_forward_flops_per_token(const ModelConfig& c, int layer) {
+  if (!c.main_family()) return layer13m_forward_flops(c);
   return context_layer_forward_flops(c, std::min(layer + 1, c.Lambda));
 }
 

@@ -149,6 +149,12 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
     be_.merge_rows_fwd(s.a_merged, plan->unmerge, none, a);
   }
 
+  return ffn_residual(x, a, s);
+}
+
+Tensor DecoderLayer::ffn_residual(const Tensor& x, const Tensor& a, LayerSaved& s) const {
+  const std::int64_t N = x.rows();
+  const int d = c_.d;
   s.xh = alloc(N, d);
   be_.add(x, a, s.xh);
   s.xn2 = alloc(N, d);
@@ -158,6 +164,54 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
   Tensor out = alloc(N, d);
   be_.add(s.xh, f, out);
   return out;
+}
+
+// The same layer for new rows of one sequence whose earlier keys and values
+// are cached. Why the backend's attention op rather than a loop of its own:
+// the op's index tensors say exactly "query row i sees key rows [0, past+i]"
+// (decode_plan), so the one reference kernel — the one training and the
+// tests check — computes the cached step too, on any backend. Its price: the
+// call's block has past + n rows, and the op writes zeros into the past
+// padding rows of the outputs, work of the same order as reading the cached
+// keys (O(past · H·dh) per layer and step).
+Tensor DecoderLayer::forward_cached(const Tensor& x, std::span<const Tensor> ctx,
+                                    const DevicePlan& plan, int past, const LayerKvCache& kv,
+                                    const DecodeScratch& scratch) const {
+  const std::int64_t n = x.rows(), total = past + n;
+  const int d = c_.d, dh = c_.head_dim();
+  const std::int64_t hd = std::int64_t(c_.H) * dh;
+  require(x.cols() == d && n >= 1, "layer ", index_, ": cached input is ", x.rows(), "x",
+          x.cols());
+  require(plan.kind == PlanKind::Plain && !ctx.empty(), "layer ", index_,
+          ": a cached step needs a plain plan and a context summary");
+  require(total <= kv.k.rows(), "layer ", index_, ": ", total, " positions exceed the cache of ",
+          kv.k.rows());
+  LayerSaved s;
+  s.xn = alloc(n, d);
+  s.rstd1 = alloc_stats(n, 1);
+  be_.wrmsnorm_fwd(x, w_.attn_gamma, w_.attn_delta, c_.eps, s.xn, s.rstd1);
+
+  const Tensor q = scratch.q.rows_slice(0, total), q_new = q.rows_slice(0, n);
+  be_.linear_fwd(s.xn, w_.wq, q_new, false);
+  be_.srpe_fwd(q_new, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, q_new);
+  // K and V as two products (not one over [wk; wv] as in training): each writes
+  // straight into its own cache tensor.
+  const Tensor k_new = kv.k.rows_slice(past, total), v_new = kv.v.rows_slice(past, total);
+  be_.linear_fwd(s.xn, w_.wk, k_new, false);
+  be_.srpe_fwd(k_new, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, k_new);
+  be_.linear_fwd(s.xn, w_.wv, v_new, false);
+  s.glog = alloc(n, hd);
+  be_.linear_fwd(s.xn, w_.wgate, s.glog, false);
+  context_kv(ctx, s);
+
+  const AttentionDims dims{1, static_cast<int>(total), c_.H, c_.Hkv, dh};
+  const Tensor o = scratch.o.rows_slice(0, total);
+  be_.attention_fwd(dims, q, kv.k.rows_slice(0, total), kv.v.rows_slice(0, total), s.ctx_k,
+                    s.ctx_v, w_.phi, plan.index, o, scratch.o_self.rows_slice(0, total),
+                    scratch.o_ctx.rows_slice(0, total), scratch.lse_self.rows_slice(0, total),
+                    scratch.lse_ctx.rows_slice(0, total));
+  const Tensor a = gated_output(s.glog, o.rows_slice(0, n), s);
+  return ffn_residual(x, a, s);
 }
 
 Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
@@ -178,22 +232,14 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   be_.linear_fwd(xq, w_.wq, s.q, false);
   s.glog = alloc(N, hd);
   be_.linear_fwd(xq, w_.wgate, s.glog, false);
-  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, s.q);
+  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.q);
   s.kv = alloc(N, 2 * kvd);
   be_.linear_fwd(xkv, w_.wkv, s.kv, false);
   s.k = s.kv.cols_slice(0, kvd);
   s.v = s.kv.cols_slice(kvd, 2 * kvd);
-  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, s.k);
+  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.k);
 
-  s.ckv.clear();
-  s.ctx_k.clear();
-  s.ctx_v.clear();
-  for (const Tensor& summary : ctx) {
-    s.ckv.push_back(alloc(summary.rows(), 2 * kvd));
-    be_.linear_fwd(summary, w_.wckv, s.ckv.back(), false);
-    s.ctx_k.push_back(s.ckv.back().cols_slice(0, kvd));
-    s.ctx_v.push_back(s.ckv.back().cols_slice(kvd, 2 * kvd));
-  }
+  context_kv(ctx, s);
 
   const AttentionDims dims{batch, seq, c_.H, c_.Hkv, dh};
   s.o = alloc(N, hd);
@@ -204,14 +250,31 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   be_.attention_fwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o, s.o_self,
                     s.o_ctx, s.lse_self, s.lse_ctx);
 
-  s.y = alloc(N, hd);
-  be_.sigmoid_mul_fwd(s.glog, s.o, s.y);
-  Tensor a = alloc(N, c_.d);
+  return gated_output(s.glog, s.o, s);
+}
+
+void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const {
+  const std::int64_t kvd = std::int64_t(c_.Hkv) * c_.head_dim();
+  s.ckv.clear();
+  s.ctx_k.clear();
+  s.ctx_v.clear();
+  for (const Tensor& summary : ctx) {  // one product over [wck; wcv] per summary
+    s.ckv.push_back(alloc(summary.rows(), 2 * kvd));
+    be_.linear_fwd(summary, w_.wckv, s.ckv.back(), false);
+    s.ctx_k.push_back(s.ckv.back().cols_slice(0, kvd));
+    s.ctx_v.push_back(s.ckv.back().cols_slice(kvd, 2 * kvd));
+  }
+}
+
+Tensor DecoderLayer::gated_output(const Tensor& glog, const Tensor& o, LayerSaved& s) const {
+  s.y = alloc(o.rows(), o.cols());
+  be_.sigmoid_mul_fwd(glog, o, s.y);
+  Tensor a = alloc(o.rows(), c_.d);
   be_.linear_fwd(s.y, w_.wo, a, false);
   return a;
 }
 
-Tensor DecoderLayer::dsff_forward(const Tensor& xn2, LayerSaved& s) {
+Tensor DecoderLayer::dsff_forward(const Tensor& xn2, LayerSaved& s) const {
   const std::int64_t N = xn2.rows();
   const int d = c_.d;
   s.gu = alloc(N, 2 * c_.dA);  // G_A x and U_A x: one product over [a_gate; a_up]
@@ -319,8 +382,8 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
     be_.linear_bwd_data(dckv[c], w_.wckv, dctx[c], true);
   }
 
-  be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, dq);
-  be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, dk);
+  be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dq);
+  be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dk);
 
   be_.linear_bwd_weight(dq, xq, g_.wq);
   be_.linear_bwd_weight(dglog, xq, g_.wgate);

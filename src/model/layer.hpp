@@ -60,6 +60,18 @@ struct LayerSaved {
   Tensor ga, ua, ha, ub, hb, ab, fl;
 };
 
+// Cached decoding (model/cached_decoder.hpp): the keys and values of the
+// positions seen so far, row p holding position p (keys after SRPE).
+struct LayerKvCache {
+  Tensor k, v;  // [capacity, Hkv*dh]
+};
+// Rows one cached attention call writes: query and output rows of its block
+// (the new positions first, then padding); shared by all layers.
+struct DecodeScratch {
+  Tensor q, o, o_self, o_ctx;  // [capacity, H*dh]
+  Tensor lse_self, lse_ctx;    // [capacity, H], wide dtype
+};
+
 class DecoderLayer {
  public:
   // Gradients are looked up in `grads` at every backward (the buffer may be
@@ -77,6 +89,14 @@ class DecoderLayer {
   Tensor backward(const Tensor& dy, std::span<const Tensor> ctx, std::span<const Tensor> dctx,
                   LayerSaved& s);
 
+  // Inference with a key/value cache (no ATM, nothing kept for a backward):
+  // x [n, d] holds positions past..past+n-1 of one sequence, ctx this layer's
+  // context summaries of those rows (oldest first), plan = decode_plan(past,
+  // n). Writes the new keys and values into rows past..past+n-1 of `kv`, then
+  // lets the new rows attend over rows 0..past+n-1. Returns the output [n, d].
+  Tensor forward_cached(const Tensor& x, std::span<const Tensor> ctx, const DevicePlan& plan,
+                        int past, const LayerKvCache& kv, const DecodeScratch& scratch) const;
+
   // ATM: the merge plan for this micro-batch from cosine similarities of the
   // normalised input (no gradient flows through the decision).
   TokenPlan atm_plan(const Tensor& xn, int batch, int seq) const;
@@ -88,7 +108,14 @@ class DecoderLayer {
                            const DevicePlan& plan, int batch, int seq, LayerSaved& s);
   Tensor attention_backward(const Tensor& da, std::span<const Tensor> ctx,
                             std::span<const Tensor> dctx, LayerSaved& s, Tensor& dxkv);
-  Tensor dsff_forward(const Tensor& xn2, LayerSaved& s);
+  // Kc = C·Wckᵀ, Vc = C·Wcvᵀ of every context summary as one product C·[Wck; Wcv]ᵀ
+  // into s.ckv, with s.ctx_k, s.ctx_v its column views.
+  void context_kv(std::span<const Tensor> ctx, LayerSaved& s) const;
+  // A = (σ(G) ⊙ O)·Woᵀ for gate logits G and attention output O (s.y keeps σ(G) ⊙ O).
+  Tensor gated_output(const Tensor& glog, const Tensor& o, LayerSaved& s) const;
+  // X' = X½ + DSFF(WRMSNorm(X½)) with X½ = x + a.
+  Tensor ffn_residual(const Tensor& x, const Tensor& a, LayerSaved& s) const;
+  Tensor dsff_forward(const Tensor& xn2, LayerSaved& s) const;
   Tensor dsff_backward(const Tensor& dout, LayerSaved& s);
 
   LayerShared sh_;

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/param_names.hpp"
+#include "ops/spiral_rope_table.hpp"
 #include "ops/srpe_table.hpp"
 
 namespace wiola {
@@ -19,22 +20,36 @@ StageModel::StageModel(Backend& backend, const ModelConfig& config, const StageS
   shared_.dtype = dtype_;
   const int half = config_.head_dim() / 2;
   std::vector<double> cos_tab, sin_tab;
-  srpe_coefficients(config_.T, config_.head_dim(), config_.theta0, config_.k_s, config_.a_s,
-                    config_.f_s, cos_tab, sin_tab);
+  if (config_.main_family())
+    srpe_coefficients(config_.T, config_.head_dim(), config_.theta0, config_.k_s, config_.a_s,
+                      config_.f_s, cos_tab, sin_tab);
+  else  // Wiola 13M: spiral RoPE on interleaved pairs
+    spiral_rope_coefficients(config_.T, config_.head_dim(), config_.theta0, config_.alpha,
+                             cos_tab, sin_tab);
   // The coefficients stay fp32 when computing in bf16 (SPEC: angles with care).
   shared_.srpe_cos = backend_.alloc(wide_dtype(dtype_), config_.T, half);
   shared_.srpe_sin = backend_.alloc(wide_dtype(dtype_), config_.T, half);
   from_host_f64(backend_, cos_tab, shared_.srpe_cos);
   from_host_f64(backend_, sin_tab, shared_.srpe_sin);
-  for (int l = spec_.first_layer; l < spec_.end_layer; ++l)
-    layers_.emplace_back(shared_, l, LayerWeights::params(params_, l), params_);
+  for (int l = spec_.first_layer; l < spec_.end_layer; ++l) {
+    if (config_.main_family())
+      layers_.emplace_back(shared_, l, LayerWeights::params(params_, l), params_);
+    else
+      layers13m_.emplace_back(shared_, l, Layer13mWeights::params(params_, l), params_);
+  }
+}
+
+Tensor StageModel::final_delta(bool grad) const {
+  if (!config_.main_family()) return Tensor{};
+  return grad ? params_.grad(param_names::kFinalNormDelta)
+              : params_.param(param_names::kFinalNormDelta);
 }
 
 Tensor StageModel::alloc(std::int64_t rows, std::int64_t cols) const {
   return backend_.alloc(dtype_, rows, cols);
 }
 
-int StageModel::carry_count(int layer) const { return std::min(config_.Lambda - 1, layer); }
+int StageModel::carry_count(int layer) const { return boundary_carry(config_, layer); }
 
 int StageModel::summary_base() const {
   return spec_.first_layer - carry_count(spec_.first_layer);
@@ -55,7 +70,8 @@ Tensor StageModel::summary_of(const Tensor& x, int batch, int seq) {
   return s;
 }
 
-StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved& saved) {
+StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved& saved,
+                                const std::function<void(int)>& before_layer) {
   const int B = in.batch, T = in.seq, d = config_.d;
   const std::int64_t N = std::int64_t(B) * T;
   require(B > 0 && T > 0, "forward: empty micro-batch (", B, " x ", T, ")");
@@ -65,6 +81,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   saved.batch = B;
   saved.seq = T;
 
+  if (before_layer && (spec_.embed || spec_.head)) before_layer(-1);
   Tensor x;
   if (spec_.embed) {
     require(in.tokens.defined() && in.tokens.rows() == N, "forward: first stage needs ", N,
@@ -82,6 +99,9 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     saved.summaries = in.carry;
   }
 
+  if (!config_.main_family()) {
+    x = forward_layers_13m(x, training, saved, before_layer);
+  }
   const int base = summary_base();
   saved.layers.resize(layers_.size());
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -94,6 +114,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     if (!(training && config_.atm_layer(l))) plan = plain_plan_for(B, T);
     LayerSaved& ls = saved.layers[i];
     const Tensor input = x;
+    if (before_layer) before_layer(l);
     x = layer.forward(x, ctx, plan, B, T, ls);
     saved.merged_tokens += ls.plan->merged_tokens;
     if (recompute_ && training) {
@@ -111,7 +132,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     saved.x_last = x;
     saved.xf = alloc(N, d);
     saved.rstd_f = backend_.alloc(wide_dtype(dtype_), N, 1);
-    backend_.wrmsnorm_fwd(x, params_.param(param_names::kFinalNormGamma), params_.param(param_names::kFinalNormDelta),
+    backend_.wrmsnorm_fwd(x, params_.param(param_names::kFinalNormGamma), final_delta(false),
                           config_.eps, saved.xf, saved.rstd_f);
     saved.logits = alloc(N, config_.V);
     backend_.linear_fwd(saved.xf, params_.param(param_names::kEmbed), saved.logits, false);
@@ -154,8 +175,8 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
     backend_.linear_bwd_data(saved.logits, embed, dxf, false);
     dx = alloc(N, d);
     backend_.wrmsnorm_bwd(saved.x_last, params_.param(param_names::kFinalNormGamma),
-                          params_.param(param_names::kFinalNormDelta), saved.rstd_f, dxf, dx, false,
-                          params_.grad(param_names::kFinalNormGamma), params_.grad(param_names::kFinalNormDelta));
+                          final_delta(false), saved.rstd_f, dxf, dx, false,
+                          params_.grad(param_names::kFinalNormGamma), final_delta(true));
   } else {
     require(dx_out.defined() && dx_out.rows() == N && dx_out.cols() == d,
             "backward: output gradient must be ", N, "x", d);
@@ -167,6 +188,7 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
     for (int j = 0; j < k; ++j) backend_.axpy(1.0, dcarry_out[j], ds[ds.size() - k + j]);
   }
 
+  if (!config_.main_family()) dx = backward_layers_13m(dx, saved, layer_done);
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     DecoderLayer& layer = layers_[i];
     const int l = layer.index();
@@ -194,6 +216,48 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
   }
   saved = StageSaved{};
   return g;
+}
+
+}  // namespace wiola
+
+namespace wiola {
+
+Tensor StageModel::forward_layers_13m(Tensor x, bool training, StageSaved& saved,
+                                      const std::function<void(int)>& before_layer) {
+  const int B = saved.batch, T = saved.seq;
+  const std::shared_ptr<const DevicePlan> plan = plain_plan_for(B, T);
+  saved.layers13m.resize(layers13m_.size());
+  for (std::size_t i = 0; i < layers13m_.size(); ++i) {
+    Wiola13mLayer& layer = layers13m_[i];
+    Layer13mSaved& ls = saved.layers13m[i];
+    const Tensor input = x;
+    if (before_layer) before_layer(layer.index());
+    x = layer.forward(x, plan, B, T, ls);
+    saved.merged_tokens += std::int64_t(B) * T;  // nothing merges
+    if (recompute_ && training) {
+      ls = Layer13mSaved{};
+      ls.plan = plan;
+      ls.x = input;
+    }
+  }
+  return x;
+}
+
+Tensor StageModel::backward_layers_13m(Tensor dx, StageSaved& saved,
+                                       const std::function<void(int)>& layer_done) {
+  const int B = saved.batch, T = saved.seq;
+  for (int i = static_cast<int>(layers13m_.size()) - 1; i >= 0; --i) {
+    Wiola13mLayer& layer = layers13m_[i];
+    Layer13mSaved& ls = saved.layers13m[i];
+    if (recompute_) {
+      Layer13mSaved again;
+      layer.forward(ls.x, ls.plan, B, T, again);
+      ls = std::move(again);
+    }
+    dx = layer.backward(dx, ls);
+    if (layer_done) layer_done(layer.index());
+  }
+  return dx;
 }
 
 }  // namespace wiola

@@ -6,6 +6,7 @@
 // What crosses a stage boundary (docs/pipeline.md): the activation X_b and the
 // GCLA summaries later layers still need but cannot recompute — with Λ = 2,
 // the summary of X_{b-1} ("carry"). Backward returns the gradients of both.
+// A Wiola 13M model (arch wiola13m) has no summaries: the activation alone.
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "backend/backend.hpp"
 #include "core/model_config.hpp"
 #include "model/layer.hpp"
+#include "model/layer13m.hpp"
 #include "model/param_store.hpp"
 
 namespace wiola {
@@ -51,6 +53,7 @@ struct StageSaved {
   Tensor tokens, targets;
   std::vector<Tensor> summaries;  // s_j for j in [summary_base, end_layer)
   std::vector<LayerSaved> layers;
+  std::vector<Layer13mSaved> layers13m;  // Wiola 13M instead of `layers`
   Tensor x_last, xf, rstd_f, logits, lse;
   bool pending = false;
   std::int64_t merged_tokens = 0;  // Σ T' over the ATM layers (statistics)
@@ -66,6 +69,8 @@ class StageModel {
   const ParamStore& params() const { return params_; }
   Backend& backend() const { return backend_; }
   DType dtype() const { return dtype_; }
+  // The stage's layers, first_layer first (the cached decoder runs them itself).
+  const std::vector<DecoderLayer>& layers() const { return layers_; }
 
   // Activation recomputation (--recompute full): a training forward keeps
   // only each layer's input (and token plan) and backward runs the layer's
@@ -73,11 +78,16 @@ class StageModel {
   void set_recompute(bool on) { recompute_ = on; }
   bool recompute() const { return recompute_; }
 
-  // How many summaries cross into a stage whose first layer is `layer`.
+  // How many summaries cross into a stage whose first layer is `layer` (none
+  // in Wiola 13M).
   int carry_count(int layer) const;
 
   // Forward of one micro-batch. `training` turns ATM on in its layers.
-  StageOutput forward(const StageInput& in, bool training, StageSaved& saved);
+  // `before_layer(l)`, when set, runs before layer l's forward, and
+  // before_layer(-1) before the embedding or the head first use their
+  // parameters (ZeRO's parameter gather finishes there).
+  StageOutput forward(const StageInput& in, bool training, StageSaved& saved,
+                      const std::function<void(int)>& before_layer = {});
   // Backward of the micro-batch in `saved`. The last stage starts from
   // loss_scale · Σ loss (pass dx/dcarry empty); other stages take the
   // gradients of their outputs. Parameter gradients are added to params().grads().
@@ -92,6 +102,13 @@ class StageModel {
   Tensor alloc(std::int64_t rows, std::int64_t cols) const;
   int summary_base() const;
   Tensor summary_of(const Tensor& x, int batch, int seq);
+  // Wiola 13M's layers, forward and backward (no summaries).
+  Tensor forward_layers_13m(Tensor x, bool training, StageSaved& saved,
+                            const std::function<void(int)>& before_layer);
+  Tensor backward_layers_13m(Tensor dx, StageSaved& saved,
+                             const std::function<void(int)>& layer_done);
+  // final_norm.delta, or an undefined tensor in Wiola 13M (plain RMSNorm).
+  Tensor final_delta(bool grad) const;
 
   Backend& backend_;
   ModelConfig config_;
@@ -99,7 +116,8 @@ class StageModel {
   DType dtype_;
   ParamStore params_;
   LayerShared shared_;
-  std::vector<DecoderLayer> layers_;
+  std::vector<DecoderLayer> layers_;       // the main family
+  std::vector<Wiola13mLayer> layers13m_;   // Wiola 13M
   std::map<std::pair<int, int>, std::shared_ptr<const DevicePlan>> plain_plans_;
   bool recompute_ = false;
 };

@@ -66,6 +66,22 @@ TokenPlan plain_plan(int batch, int seq, SummaryMode summary) {
   return p;
 }
 
+TokenPlan decode_plan(int past, int n, SummaryMode summary) {
+  require(past >= 0 && n >= 1, "decode_plan: ", n, " new positions after ", past);
+  TokenPlan p = empty_plan(PlanKind::Plain, 1, past + n);
+  p.n_queries[0] = n;
+  p.pos_q.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const std::size_t r = static_cast<std::size_t>(i);
+    p.key_prefix[r] = past + i + 1;
+    p.ctx_row[r] = summary == SummaryMode::Causal ? i : 0;
+    p.pos_q[r] = past + i;
+  }
+  p.pos_kv = p.pos_q;
+  p.merged_tokens = n;
+  return p;
+}
+
 TokenPlan paper_plan(std::span<const SequenceMerge> merges, int seq, SummaryMode summary) {
   const int batch = static_cast<int>(merges.size());
   TokenPlan p = empty_plan(PlanKind::Paper, batch, seq);

@@ -52,4 +52,13 @@ TokenPlan plain_plan(int batch, int seq, SummaryMode summary);
 TokenPlan paper_plan(std::span<const SequenceMerge> merges, int seq, SummaryMode summary);
 TokenPlan causal_plan(std::span<const SequenceMerge> merges, int seq, SummaryMode summary);
 
+// Cached decoding (model/cached_decoder.hpp): one sequence whose first `past`
+// positions already sit in the key/value cache, followed by `n` new ones. The
+// attention call sees a block of seq = past + n key rows; query rows 0..n-1
+// are the new positions (row i is position past + i and sees keys
+// 0..past + i), the remaining past rows are padding. ctx_row i is row i of the
+// new positions' summaries (causal) or 0 (sequence). pos_q = pos_kv = past + i
+// for the n new rows. With past = 0 this is plain_plan(1, n, summary).
+TokenPlan decode_plan(int past, int n, SummaryMode summary);
+
 }  // namespace wiola

@@ -2,6 +2,8 @@
 // GCLA attention core: causal (or index-mapped) softmax attention over the
 // sequence, a second softmax over the n_ctx context summaries, and the β-blend
 // O = (1 − β) O_self + β O_ctx. Query head h reads key/value group h % kv_heads.
+// With n_ctx = 0 (plain attention) O = O_self, and β, O_ctx and lse_ctx are
+// neither read nor written (their pointers may be null).
 //
 // The kernels (kernels_impl.hpp, "attention") are blocked and fused in the
 // flash style of the CUDA backend: an online softmax over key blocks, never a
@@ -41,6 +43,8 @@ double attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
   gr.coef_v = coef_v.data();
   double dbeta = 0.0;
   kernel_set<T>().attention_bwd(a, sv, gr, &dbeta);
+
+  if (nctx == 0) return 0.0;  // no context: no context gradients, no dφ
 
   // Context gradients: written, so zero them first, then add every valid
   // query's contribution grouped by the context row it read.

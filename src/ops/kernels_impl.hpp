@@ -647,9 +647,10 @@ void attention_fwd(const AttentionArgs<T>& a, const AttentionOutputs<T>& out) {
         for (std::int64_t d = 0; d < dh; ++d) {
           out.o[i * out.ldo + h * dh + d] = T(0);
           out.o_self[i * out.ldos + h * dh + d] = T(0);
-          out.o_ctx[i * out.ldoc + h * dh + d] = T(0);
+          if (nctx > 0) out.o_ctx[i * out.ldoc + h * dh + d] = T(0);
         }
-        out.lse_self[i * out.ldls + h] = out.lse_ctx[i * out.ldlc + h] = T(0);
+        out.lse_self[i * out.ldls + h] = T(0);
+        if (nctx > 0) out.lse_ctx[i * out.ldlc + h] = T(0);
       }
       if (live == 0) continue;
 
@@ -714,6 +715,12 @@ void attention_fwd(const AttentionArgs<T>& a, const AttentionOutputs<T>& out) {
         for_lanes<T>(dh, [&](std::int64_t d, std::int64_t k) { store_n(os + d, load_n(orow + d, k) * inv, k); });
         out.lse_self[i * out.ldls + h] =
             static_cast<T>(static_cast<double>(mrow[r]) + std::log(static_cast<double>(lrow[r])));
+        if (nctx == 0) {  // no context: O = O_self (o may be o_self)
+          T* o = out.o + i * out.ldo + h * dh;
+          if (o != os)
+            for (std::int64_t d = 0; d < dh; ++d) o[d] = os[d];
+          continue;
+        }
 
         // Context attention over the summaries.
         const std::int64_t crow = a.ctx_row[i * a.ld_cr];
@@ -814,10 +821,12 @@ void attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
               pack_row(a.q + i * a.ldq + h * dh, dh, dhp, scale, Qp + r * dhp);
               const T* d_o = sv.d_o + i * sv.lddo + h * dh;
               const T* os = sv.o_self + i * sv.ldos + h * dh;
-              const T* oc = sv.o_ctx + i * sv.ldoc + h * dh;
-              for (std::int64_t d = 0; d < dh; ++d)
-                dbeta += static_cast<double>(d_o[d]) *
-                         (static_cast<double>(oc[d]) - static_cast<double>(os[d]));
+              if (nctx > 0) {  // no context: β, O_ctx not read
+                const T* oc = sv.o_ctx + i * sv.ldoc + h * dh;
+                for (std::int64_t d = 0; d < dh; ++d)
+                  dbeta += static_cast<double>(d_o[d]) *
+                           (static_cast<double>(oc[d]) - static_cast<double>(os[d]));
+              }
               pack_row(d_o, dh, dhp, T(1) - beta, dOp + r * dhp);
               Dr[r] = dot_ascending(dOp + r * dhp, os, dh);
               lse[r] = sv.lse_self[i * sv.ldls + h];
@@ -864,6 +873,13 @@ void attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
                   store(dqr + d, load(dqr + d) + ds * load(kr + d));
                 }
               }
+              T* dq = gr.dq + i * gr.lddq + h * dh;
+              if (nctx == 0) {  // no context: only the self part of dq
+                for_lanes<T>(dh, [&](std::int64_t d, std::int64_t k) {
+                  store_n(dq + d, scale * load_n(dqr + d, k), k);
+                });
+                continue;
+              }
               // Context attention: dq here, the context rows' factors for the scatter.
               const T* d_o = sv.d_o + i * sv.lddo + h * dh;
               const T* oc = sv.o_ctx + i * sv.ldoc + h * dh;
@@ -894,7 +910,6 @@ void attention_bwd(const AttentionArgs<T>& a, const AttentionSaved<T>& sv,
                 gr.coef_k[at] = scale * ds;
                 gr.coef_v[at] = beta * w;
               }
-              T* dq = gr.dq + i * gr.lddq + h * dh;
               for_lanes<T>(dh, [&](std::int64_t d, std::int64_t k) {
                 store_n(dq + d, scale * load_n(dqr + d, k), k);
               });

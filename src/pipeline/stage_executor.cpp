@@ -64,13 +64,13 @@ class Run {
       const StageExecutor::RunSpec& spec, const StageExecutor::Hooks& hooks)
       : model_(model), be_(model.backend()), pipe_(pipe), stage_(stage),
         first_(stage == 0), last_(stage == stages - 1), spec_(spec), hooks_(hooks),
-        parts_(model.config().Lambda + 1) {
+        parts_(max_boundary_carry(model.config()) + 2) {
     const ModelConfig& cfg = model.config();
     const StageSpec& st = model.spec();
     shape_in_ = boundary_shape(spec.batch, spec.seq, cfg.d, model.dtype(),
-                               model.carry_count(st.first_layer), cfg.summary);
+                               model.carry_count(st.first_layer), cfg.summary, cfg.arch);
     shape_out_ = boundary_shape(spec.batch, spec.seq, cfg.d, model.dtype(),
-                                model.carry_count(st.end_layer), cfg.summary);
+                                model.carry_count(st.end_layer), cfg.summary, cfg.arch);
     if (last_) {
       res_.loss_sums = be_.alloc(DType::F64, spec.microbatches, 1);
       res_.loss_tokens.assign(static_cast<std::size_t>(spec.microbatches), 0);
@@ -212,7 +212,7 @@ class Run {
       in.carry.assign(ts.begin() + 1, ts.end());
     }
     const auto t0 = Clock::now();
-    StageOutput out = model_.forward(in, spec_.training, s.saved);
+    StageOutput out = model_.forward(in, spec_.training, s.saved, hooks_.before_layer_forward);
     res_.times.compute += seconds_since(t0);
     s.forwarded = true;
     if (!last_) {

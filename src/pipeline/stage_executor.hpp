@@ -45,6 +45,8 @@ class StageExecutor {
     std::function<HostBatch(int mb)> batch;
     // Runs after layer l's gradients are final for the step (the last backward).
     std::function<void(int layer)> final_layer_grads;
+    // Runs before layer l's forward (-1: the embedding or head), every micro-batch.
+    std::function<void(int layer)> before_layer_forward;
     // Runs before every action (profilers and test seams).
     std::function<void(const Action&)> before_action;
     // Record one ActionEvent per action in Result::events (profiling).

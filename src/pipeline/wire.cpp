@@ -1,6 +1,7 @@
 #include "pipeline/wire.hpp"
 
 #include <cstring>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -21,8 +22,11 @@ std::size_t BoundaryShape::payload_bytes() const {
 }
 
 BoundaryShape boundary_shape(int batch, int seq, int width, DType dtype, int carry,
-                             SummaryMode summary) {
+                             SummaryMode summary, Arch arch) {
+  require(arch == Arch::Wiola || carry == 0, "a ", arch_name(arch),
+          " stage boundary carries the activation alone, not ", carry, " summaries");
   BoundaryShape s;
+  s.arch = arch;
   s.batch = batch;
   s.seq = seq;
   s.width = width;
@@ -42,7 +46,7 @@ std::vector<std::byte> encode_header(WireKind kind, int step, int microbatch,
                      static_cast<std::uint16_t>(shape.rows.size()),
                      step,              microbatch,
                      shape.batch,       shape.seq,
-                     shape.width,       0};
+                     shape.width,       static_cast<std::int32_t>(shape.arch)};
   std::memcpy(out.data(), &h, sizeof h);
   std::memcpy(out.data() + sizeof h, shape.rows.data(), shape.rows.size() * sizeof(std::int64_t));
   return out;
@@ -61,6 +65,14 @@ void check_header(WireKind kind, int step, int microbatch, const BoundaryShape& 
   require(h.step == step && h.microbatch == microbatch, "pipeline ", what, " for step ", h.step,
           " micro-batch ", h.microbatch, " arrived where step ", step, " micro-batch ",
           microbatch, " was expected");
+  const auto family = [](std::int32_t a) -> std::string {
+    if (a == static_cast<std::int32_t>(Arch::Wiola)) return "wiola: the activation and summaries";
+    if (a == static_cast<std::int32_t>(Arch::Wiola13m)) return "wiola13m: the activation alone";
+    return "unknown architecture " + std::to_string(a);
+  };
+  const auto expected = static_cast<std::int32_t>(shape.arch);
+  require(h.arch == expected, "pipeline ", what, " message is of ", family(h.arch),
+          ", where this stage expects ", family(expected));
   require(h.dtype == static_cast<std::uint8_t>(shape.dtype) && h.batch == shape.batch &&
               h.seq == shape.seq && h.width == shape.width && h.n_tensors == shape.rows.size(),
           "pipeline ", what, " header (B=", h.batch, " T=", h.seq, " d=", h.width,

@@ -4,6 +4,9 @@
 //   forward  (stage k -> k+1): X_b [B*T, d], then the carried summaries
 //   backward (stage k+1 -> k): dX_b, then the gradients of the carried summaries
 // A carried summary has B*T rows (causal summaries) or B rows (sequence).
+// A Wiola 13M model (arch wiola13m) carries the activation alone; the header's
+// `arch` field says which family's boundary a message is, and a receiver
+// refuses the other one.
 //
 // The tensors travel as they are, in the backend's memory and compute dtype
 // (device memory goes to a device-aware transport without a host copy), one
@@ -20,6 +23,7 @@
 
 #include "core/dtype.hpp"
 #include "backend/backend.hpp"  // SummaryMode
+#include "core/model_config.hpp"  // Arch
 
 namespace wiola {
 
@@ -35,7 +39,7 @@ struct WireHeader {
   std::int32_t batch;
   std::int32_t seq;
   std::int32_t width;        // d
-  std::int32_t reserved;
+  std::int32_t arch;          // Arch: 0 wiola (X and summaries), 1 wiola13m (X alone)
 };
 static_assert(sizeof(WireHeader) == 32, "the wire header is 32 bytes");
 inline constexpr std::uint32_t kWireMagic = 0x31414C57;  // "WLA1" little-endian
@@ -43,15 +47,17 @@ inline constexpr std::uint32_t kWireMagic = 0x31414C57;  // "WLA1" little-endian
 struct BoundaryShape {
   int batch = 0, seq = 0, width = 0;
   DType dtype = DType::F32;
+  Arch arch = Arch::Wiola;
   std::vector<std::int64_t> rows;  // per tensor
   std::int64_t total_rows() const;
   std::size_t header_bytes() const;   // the header message
   std::size_t payload_bytes() const;  // all tensors
 };
 
-// The shape of what crosses into a stage: X plus `carry` summaries.
+// The shape of what crosses into a stage: X plus `carry` summaries (the main
+// family), or X alone (arch wiola13m; carry must be 0).
 BoundaryShape boundary_shape(int batch, int seq, int width, DType dtype, int carry,
-                             SummaryMode summary);
+                             SummaryMode summary, Arch arch = Arch::Wiola);
 
 // The header message of one micro-batch.
 std::vector<std::byte> encode_header(WireKind kind, int step, int microbatch,

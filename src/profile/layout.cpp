@@ -16,12 +16,11 @@ double RunLayout::stage_flops_per_token(int s) const {
 
 double RunLayout::message_bytes(int s) const {
   if (s >= pp - 1) return 0;
-  // Summaries carried into a stage starting at layer b: min(Lambda - 1, b)
-  // (StageModel::carry_count).
+  // Summaries carried into a stage starting at layer b (StageModel::carry_count).
   const int b = stages.at(std::size_t(s)).end_layer;
-  const int carry = std::min(model.Lambda - 1, b);
+  const int carry = boundary_carry(model, b);
   const BoundaryShape shape =
-      boundary_shape(micro_batch, model.T, model.d, dtype, carry, model.summary);
+      boundary_shape(micro_batch, model.T, model.d, dtype, carry, model.summary, model.arch);
   return double(shape.header_bytes() + shape.payload_bytes());
 }
 

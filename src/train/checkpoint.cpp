@@ -14,15 +14,9 @@
 #include "io/checkpoint_store.hpp"
 #include "core/param_names.hpp"
 
-#ifndef WIOLA_CODE_VERSION
-#define WIOLA_CODE_VERSION "unknown"
-#endif
-
 namespace fs = std::filesystem;
 
 namespace wiola {
-
-std::string code_version() { return WIOLA_CODE_VERSION; }
 
 namespace {
 
@@ -131,20 +125,31 @@ std::string save_checkpoint(const CheckpointContext& ctx, const std::string& sav
     }
     write_text_file_atomic((fs::path(partial) / kManifestName).string(), man.to_text());
     sync_directory(partial);
-    fs::remove_all(final_dir);  // an older save of the same step (a rerun)
+    // An older save of the same step (a rerun) is hidden, never deleted in place.
+    if (fs::exists(final_dir)) retire_checkpoint(save_dir, checkpoint_name(info.step));
     fs::rename(partial, final_dir);
     sync_directory(save_dir);
     write_latest(save_dir, checkpoint_name(info.step));
-    prune_checkpoints(save_dir, keep);
+    retire_old_checkpoints(save_dir, keep, info.step);
+    if (ctx.observer) ctx.observer->on_checkpoints_retired(info.step);
+    remove_retired(save_dir);
   }
   world.barrier();
   return final_dir;
+}
+
+std::vector<double> read_stage_params(CheckpointReader& reader, const ParamLayout& layout) {
+  std::vector<double> params(static_cast<std::size_t>(layout.total()));
+  for (const ParamSpec& p : layout.entries())
+    reader.read(p.name, StateKind::Param, p.rows, p.cols, 0, p.numel(), params.data() + p.offset);
+  return params;
 }
 
 CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& dir) {
   comm::Communicator& world = ctx.world;
   CheckpointManifest m;
   comm::agree(world, [&] {
+    require_loadable_name(dir);
     m = read_manifest(dir);
     for (const std::string& p : verify_files(dir, m, world.rank(), world.size()))
       fail(dir, ": ", p);
@@ -153,9 +158,7 @@ CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& 
     StageModel& model = ctx.model;
     const ParamLayout& layout = model.params().layout();
     CheckpointReader reader(dir, m);
-    std::vector<double> params(static_cast<std::size_t>(layout.total()));
-    for (const ParamSpec& p : layout.entries())
-      reader.read(p.name, StateKind::Param, p.rows, p.cols, 0, p.numel(), params.data() + p.offset);
+    const std::vector<double> params = read_stage_params(reader, layout);
     from_host_f64(model.backend(), params, model.params().params());
 
     AdamWOptimizer& adam = ctx.optimizer.adam();
@@ -187,7 +190,9 @@ CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& 
 
 std::optional<std::string> find_resume_checkpoint(comm::Communicator& world,
                                                   const std::string& save_dir, std::ostream& log) {
-  for (const std::string& name : list_checkpoints(save_dir)) {
+  const std::vector<std::string> names = list_checkpoint_dirs(save_dir);
+  std::string refused;  // rank 0: every checkpoint and why it does not load
+  for (const std::string& name : names) {
     const std::string dir = (fs::path(save_dir) / name).string();
     std::string problem;
     try {
@@ -197,12 +202,22 @@ std::optional<std::string> find_resume_checkpoint(comm::Communicator& world,
     } catch (const Error& e) {
       problem = e.what();
     }
+    // Each rank checked a share of the files: rank 0 learns every rank's finding.
+    const std::string all = gather_text(world, problem.empty() ? "" : problem + "\n");
     const int bad = world.allreduce_value(problem.empty() ? 0 : 1, comm::ReduceOp::Max);
-    if (!problem.empty()) std::cerr << "wiola: checkpoint " << dir << ": " << problem << "\n";
     if (!bad) return dir;
-    if (world.rank() == 0) log << "resume: skipping " << dir << " (failed verification)\n";
+    if (world.rank() != 0) continue;
+    const std::string first = all.substr(0, all.find('\n'));
+    log << "resume: skipping " << dir << " (" << first << ")\n";
+    refused += "\n  " + name + ": " + first;
   }
-  return std::nullopt;
+  if (names.empty()) return std::nullopt;
+  // Checkpoints exist but none loads: starting over from step 0 in their
+  // folder would look like a resume and is never done silently.
+  throw CollectiveError("--resume auto: none of the " + std::to_string(names.size()) +
+                        " checkpoints in " + save_dir + " loads:" + refused +
+                        "\nTo train from step 0 anyway, pass --resume none (or move them "
+                        "away); to load one, repair it or name it with --resume DIR.");
 }
 
 }  // namespace wiola

@@ -13,6 +13,8 @@
 
 #include "comm/communicator.hpp"
 #include "comm/process_grid.hpp"
+#include "io/checkpoint_io.hpp"
+#include "core/version.hpp"  // code_version(), recorded in every checkpoint
 #include "model/stage_model.hpp"
 #include "train/train_observer.hpp"
 #include "train/zero_optimizer.hpp"
@@ -49,17 +51,21 @@ std::vector<OwnedSlice> owned_slices(const ParamLayout& layout, int zero, int dp
 std::string save_checkpoint(const CheckpointContext& ctx, const std::string& save_dir,
                             const CheckpointInfo& info, int keep);
 
+// The parameters of a stage's layout, in its flat order, from a checkpoint.
+std::vector<double> read_stage_params(CheckpointReader& reader, const ParamLayout& layout);
+
 // Loads `dir` into the model and optimizer after verifying every file's
 // checksum (the work shared by all ranks). Throws CollectiveError, on every
 // rank, naming what is wrong (missing or corrupt file, missing tensor, shape).
 CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& dir);
 
-// --resume auto: the newest complete checkpoint under save_dir whose files all
-// verify; corrupt or partial ones are reported on `log` (rank 0) and skipped.
+// --resume auto: the newest checkpoint (a step-N directory) under save_dir
+// whose files all verify; corrupt or incomplete ones are reported on `log`
+// (rank 0) and skipped. nullopt when there is none; when there are some but
+// none loads, throws CollectiveError naming each and why (a fresh start over
+// them must be asked for: --resume none). step-N.partial and hidden retired
+// directories are never considered.
 std::optional<std::string> find_resume_checkpoint(comm::Communicator& world,
                                                   const std::string& save_dir, std::ostream& log);
-
-// The version string recorded in checkpoints.
-std::string code_version();
 
 }  // namespace wiola

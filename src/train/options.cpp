@@ -1,6 +1,7 @@
 #include "train/options.hpp"
 
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -8,7 +9,9 @@
 #include "core/ini.hpp"
 #include "core/model_fields.hpp"
 #include "core/model_options.hpp"
+#include "core/option_help.hpp"
 #include "core/text.hpp"
+#include "core/version.hpp"
 #include "io/data_sources.hpp"
 
 #ifndef WIOLA_EMBEDDED_TRAIN
@@ -32,6 +35,13 @@ std::string_view device_choice_name(DeviceChoice d) {
     case DeviceChoice::CUDA: return "cuda";
   }
   return "auto";
+}
+
+DeviceChoice parse_device_choice(const std::string& text) {
+  if (text == "auto") return DeviceChoice::Auto;
+  if (text == "cpu") return DeviceChoice::CPU;
+  if (text == "cuda") return DeviceChoice::CUDA;
+  fail("--device must be auto, cpu or cuda, got '", text, "'");
 }
 
 TokenBudget TokenBudget::parse(const std::string& text) {
@@ -104,29 +114,114 @@ std::int64_t TrainOptions::total_steps() const {
   return (resolved_train_tokens() + per_step - 1) / per_step;
 }
 
+namespace {
+
+// Range checks that lead with the option the user wrote: "--lr nan is not a
+// finite number", "--threads -1 must be in [0, 4096] (0: the library default)".
+template <class T>
+std::string shown(T v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+void in_range(const char* flag, double v, double lo, double hi, const char* note = "") {
+  require(std::isfinite(v), "--", flag, " ", shown(v), " is not a finite number");
+  require(v >= lo && v <= hi, "--", flag, " ", shown(v), " must be in [", shown(lo), ", ",
+          shown(hi), "]", note);
+}
+
+// [lo, hi): an upper bound the value may not reach.
+void below(const char* flag, double v, double lo, double hi, const char* note = "") {
+  require(std::isfinite(v), "--", flag, " ", shown(v), " is not a finite number");
+  require(v >= lo && v < hi, "--", flag, " ", shown(v), " must be in [", shown(lo), ", ",
+          shown(hi), ")", note);
+}
+
+// (lo, hi]: a lower bound the value may not reach.
+void above(const char* flag, double v, double lo, double hi, const char* note = "") {
+  require(std::isfinite(v), "--", flag, " ", shown(v), " is not a finite number");
+  require(v > lo && v <= hi, "--", flag, " ", shown(v), " must be in (", shown(lo), ", ",
+          shown(hi), "]", note);
+}
+
+template <class Int>
+void int_range(const char* flag, Int v, Int lo, Int hi, const char* note = "") {
+  require(v >= lo && v <= hi, "--", flag, " ", v, " must be in [", lo, ", ", hi, "]", note);
+}
+
+template <class Int>
+void at_least(const char* flag, Int v, Int lo, const char* note = "") {
+  require(v >= lo, "--", flag, " ", v, " must be >= ", lo, note);
+}
+
+constexpr double kForever = 1e300;
+
+}  // namespace
+
+void TrainOptions::check_values() const {
+  // Model: the sizes, then the real-valued hyper-parameters by their options.
+  const ModelConfig& m = model;
+  at_least("d", m.d, 1);
+  at_least("layers", m.L, 1);
+  at_least("heads", m.H, 1);
+  at_least("kv-heads", m.Hkv, 1);
+  at_least("dsff-a", m.dA, 1);
+  at_least("dsff-b", m.dB, 1);
+  int_range("vocab", m.V, 1, 1 << 30);
+  at_least("seq-len", m.T, 1);
+  int_range("lambda", m.Lambda, 1, 8);
+  above("theta0", m.theta0, 1.0, kForever);
+  above("k-s", m.k_s, 0.0, kForever);
+  require(std::isfinite(m.a_s), "--a-s ", shown(m.a_s), " is not a finite number");
+  require(std::abs(m.a_s) < 1, "--a-s ", shown(m.a_s),
+          " must be in (-1, 1) (the radius 1 + a_s·sin(·) must stay positive)");
+  in_range("f-s", m.f_s, -kForever, kForever);
+  in_range("tau", m.tau, -1.0, 1.0, " (a cosine-similarity threshold)");
+  above("norm-eps", m.eps, 0.0, 1.0);
+  above("init-std", m.init_std, 0.0, 1.0);
+
+  // Data
+  below("val-fraction", val_fraction, 0.0, 1.0);
+  int_range("prefetch", prefetch, 0, 1024);
+
+  // Batch, budget and optimizer
+  at_least("micro-batch", micro_batch, 1);
+  at_least("global-batch", global_batch, 1);
+  at_least<std::int64_t>("steps", steps, 0, " (0: the budget comes from --train-tokens)");
+  in_range("lr", lr, 0.0, 1.0);
+  in_range("min-lr", min_lr, 0.0, lr, " (at most --lr)");
+  in_range("warmup-frac", warmup_frac, 0.0, 1.0);
+  in_range("weight-decay", adam.weight_decay, 0.0, 1.0);
+  below("beta1", adam.beta1, 0.0, 1.0);
+  below("beta2", adam.beta2, 0.0, 1.0);
+  above("adam-eps", adam.eps, 0.0, 1.0);
+  in_range("clip", clip, 0.0, kForever, " (0 disables clipping)");
+  int_range("threads", threads, 0, 4096, " (0: the library default)");
+
+  // Logging, checkpoints, parallelism
+  at_least("log-interval", log_interval, 1);
+  at_least("eval-interval", eval_interval, 0, " (0: only at the end)");
+  at_least("eval-batches", eval_batches, 1);
+  at_least("sample-every", sample_every, 0, " (0: never)");
+  int_range("max-nonfinite-steps", max_nonfinite_steps, 1, 1000000);
+  at_least<std::int64_t>("save-interval", save_interval, 0, " (0: only at the end and on signals)");
+  in_range("save-minutes", save_minutes, 0.0, kForever, " (0: off)");
+  at_least("keep", keep, 0, " (0: keep all)");
+  at_least<std::int64_t>("exit-after-step", exit_after_step, 0, " (0: off)");
+  at_least("pp", pp, 1);
+  at_least("dp", dp, 1);
+  int_range("zero", zero, 0, 2);
+  in_range("comm-timeout", comm_timeout, 0.0, 7 * 24 * 3600.0, " seconds (0: wait forever)");
+}
+
 void TrainOptions::validate() const {
+  check_values();
   model.validate();
-  require(micro_batch > 0, "--micro-batch must be positive, got ", micro_batch);
-  require(global_batch > 0, "--global-batch must be positive, got ", global_batch);
-  require(pp >= 1, "--pp must be >= 1, got ", pp);
-  require(dp >= 1, "--dp must be >= 1, got ", dp);
   require(global_batch % (dp * micro_batch) == 0, "--global-batch ", global_batch,
           " must be a multiple of --dp × --micro-batch = ", dp, " × ", micro_batch, " = ",
           dp * micro_batch);
-  require(lr >= 0 && min_lr >= 0 && min_lr <= lr, "--min-lr ", min_lr,
-          " must be in [0, --lr ", lr, "]");
-  require(warmup_frac >= 0 && warmup_frac <= 1, "--warmup-frac must be in [0, 1], got ",
-          warmup_frac);
-  require(clip >= 0, "--clip must be >= 0 (0 disables clipping), got ", clip);
-  require(adam.beta1 >= 0 && adam.beta1 < 1, "--beta1 must be in [0, 1)");
-  require(adam.beta2 >= 0 && adam.beta2 < 1, "--beta2 must be in [0, 1)");
-  require(adam.eps > 0, "--adam-eps must be positive");
-  require(adam.weight_decay >= 0, "--weight-decay must be >= 0");
-  require(log_interval > 0, "--log-interval must be positive");
-  require(eval_interval >= 0, "--eval-interval must be >= 0 (0 disables evaluation)");
-  require(eval_batches > 0, "--eval-batches must be positive");
-  require(zero >= 0 && zero <= 2, "--zero must be 0, 1 or 2, got ", zero);
-  require(comm_timeout >= 0, "--comm-timeout must be >= 0 seconds");
   if (dtype_explicit && device == DeviceChoice::CPU)
     require(dtype == DType::F32 || dtype == DType::F64, "--dtype ", dtype_name(dtype),
             ": the CPU computes in fp32 or fp64");
@@ -135,23 +230,13 @@ void TrainOptions::validate() const {
             ": CUDA computes in bf16 or fp32");
   require(dtype != DType::I32, "--dtype must be a floating type");
   require(!train_files.empty(), "--train-data: no training files");
-  require(val_fraction >= 0 && val_fraction < 1, "--val-fraction must be in [0, 1), got ",
-          val_fraction);
   require(val_fraction == 0 || val_files.empty(),
           "--val-fraction and --val-data are alternatives: give one of them");
-  require(prefetch >= 0, "--prefetch must be >= 0");
-  require(save_interval >= 0, "--save-interval must be >= 0");
-  require(save_minutes >= 0, "--save-minutes must be >= 0");
-  require(keep >= 0, "--keep must be >= 0");
-  require(exit_after_step >= 0, "--exit-after-step must be >= 0");
   require(resume.kind != ResumeFrom::Kind::Auto || !save_dir.empty(),
           "--resume auto needs --save DIR to look in");
   total_steps();  // a budget is set
 }
 
-namespace {
-
-// Repeated and comma-separated file lists, empty items left out.
 std::vector<std::string> file_list(const std::vector<std::string>& items) {
   std::vector<std::string> out;
   for (const auto& item : items)
@@ -160,11 +245,9 @@ std::vector<std::string> file_list(const std::vector<std::string>& items) {
   return out;
 }
 
-}  // namespace
-
 std::string to_ini(const TrainOptions& o) {
   std::ostringstream os;
-  os.precision(17);
+  os.imbue(shortest_real_locale());  // 3e-4, not 0.00029999999999999997; reads back exactly
   os << "preset = " << o.model.preset << "\n";
   write_model_ini(os, o.model);
   os << "device = " << device_choice_name(o.device) << "\ndtype = "
@@ -186,7 +269,10 @@ std::string to_ini(const TrainOptions& o) {
      << "\nwarmup-frac = " << o.warmup_frac << "\nweight-decay = " << o.adam.weight_decay
      << "\nbeta1 = " << o.adam.beta1 << "\nbeta2 = " << o.adam.beta2 << "\nadam-eps = " << o.adam.eps
      << "\nclip = " << o.clip << "\nthreads = " << o.threads << "\nlog-interval = " << o.log_interval
-     << "\neval-interval = " << o.eval_interval << "\neval-batches = " << o.eval_batches << "\n";
+     << "\neval-interval = " << o.eval_interval << "\neval-batches = " << o.eval_batches
+     << "\nmax-nonfinite-steps = " << o.max_nonfinite_steps << "\n";
+  if (o.sample_every > 0) os << "sample-every = " << o.sample_every << "\n";
+  if (!o.sample_prompt.empty()) os << "sample-prompt = " << o.sample_prompt << "\n";
   if (!o.save_dir.empty()) os << "save = " << o.save_dir << "\n";
   os << "save-interval = " << o.save_interval << "\nsave-minutes = " << o.save_minutes
      << "\nkeep = " << o.keep << "\npp = " << o.pp << "\ndp = " << o.dp
@@ -211,12 +297,14 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   po::options_description general("General");
   general.add_options()
       ("help,h", "print this help and exit")
+      ("version", "print the version and exit")
       ("config", po::value(&config_file), "INI-style file of `option = value` lines; the command line wins")
-      ("print-params", po::bool_switch(&o.print_params), "print the model's exact parameter count per component and exit");
+      ("print-params", po::bool_switch(&o.print_params), "print the model's exact parameter count per component and exit")
+      ("dry-run", po::bool_switch(&o.dry_run), "check the configuration, data, layout, memory estimate and output paths, print the plan and exit without training");
 
   po::options_description model("Model");
   model.add_options()
-      ("preset", po::value(&preset_name)->default_value("wiola-mini"), "wiola-120m | wiola-360m | wiola-700m | wiola-1.5b | wiola-tiny | wiola-mini | wiola-small");
+      ("preset", po::value(&preset_name)->default_value("wiola-mini"), "wiola-120m | wiola-360m | wiola-700m | wiola-1.5b | wiola-tiny | wiola-mini | wiola-small (arch wiola); wiola-13m | wiola13m-tiny | wiola13m-small (arch wiola13m); --arch switches a preset's family");
   add_model_options(model);
   model.add_options()
       ("device", po::value(&device_text)->default_value("auto"), "where to train: auto (cuda when built and a device is visible, else cpu) | cpu | cuda")
@@ -253,7 +341,11 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("log-interval", po::value(&o.log_interval)->default_value(10), "log every N steps")
       ("eval-interval", po::value(&o.eval_interval)->default_value(100), "validation loss every M steps (0: never; always at the end)")
       ("eval-batches", po::value(&o.eval_batches)->default_value(8), "micro-batches per validation")
-      ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)");
+      ("max-nonfinite-steps", po::value(&o.max_nonfinite_steps)->default_value(5), "stop with an error after this many steps in a row whose loss or gradient norm is NaN/Inf (no checkpoint of such a step is written)")
+      ("export-weights", po::value(&o.export_weights), "write the final weights as a self-describing HDF5 file (wiola-dump's format)")
+      ("metrics", po::value(&o.metrics_file), "append the run's records to this JSON Lines file (configuration, logged steps, validation, checkpoints; tools/wiola-plot draws it)")
+      ("sample-every", po::value(&o.sample_every)->default_value(0), "every N steps rank 0 prints a 32-token greedy continuation of --sample-prompt (0: never)")
+      ("sample-prompt", po::value(&o.sample_prompt), "the prompt of --sample-every (default: \"You will be\", a frequent start of the embedded fortunes)");
 
   po::options_description checkpoints("Checkpoints and preemption");
   checkpoints.add_options()
@@ -277,6 +369,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
 
   po::options_description all;
   all.add(general).add(model).add(data).add(training).add(logging).add(checkpoints).add(parallel);
+  tidy_real_defaults(all);
 
   po::variables_map vm;
   try {
@@ -285,6 +378,10 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       out << "Usage: wiola-train [options]\n\nTrains a Wiola model. Every option can also be set in "
              "a --config file.\n"
           << all << "\n";
+      return std::nullopt;
+    }
+    if (vm.count("version")) {
+      print_version(out, "wiola-train");
       return std::nullopt;
     }
     if (ini_text) store_ini(*ini_text, "recorded configuration", all, vm);
@@ -302,14 +399,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   o.model = preset(preset_name);
   apply_model_options(vm, o.model);
   o.vocab_explicit = vm.count("vocab") > 0;
-  if (device_text == "auto")
-    o.device = DeviceChoice::Auto;
-  else if (device_text == "cpu")
-    o.device = DeviceChoice::CPU;
-  else if (device_text == "cuda")
-    o.device = DeviceChoice::CUDA;
-  else
-    fail("--device must be auto, cpu or cuda, got '", device_text, "'");
+  o.device = parse_device_choice(device_text);
   o.dtype_explicit = dtype_text != "auto";
   if (o.dtype_explicit) o.dtype = parse_dtype(dtype_text);
   require(recompute == "none" || recompute == "full", "--recompute must be none or full, got '",
@@ -328,6 +418,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   if (!data_weights_text.empty()) o.data_weights = parse_weight_list(data_weights_text, "--data-weights");
   if (o.val_files.empty() && !vm.count("train-data") && o.val_fraction == 0)
     o.val_files = {default_val_file()};
+  o.check_values();
   return o;
 }
 

@@ -41,6 +41,8 @@ enum class DeviceChoice : std::uint8_t {
   CUDA,
 };
 std::string_view device_choice_name(DeviceChoice d);
+// "auto" | "cpu" | "cuda"; throws naming --device otherwise.
+DeviceChoice parse_device_choice(const std::string& text);
 
 struct TrainOptions {
   // Model
@@ -75,8 +77,13 @@ struct TrainOptions {
   int log_interval = 10;
   int eval_interval = 100;
   int eval_batches = 8;
+  int max_nonfinite_steps = 5;  // consecutive steps with a non-finite loss or gradient norm
   std::string export_weights;
+  int sample_every = 0;        // print a greedy continuation of sample_prompt every N steps (0: off)
+  std::string sample_prompt;  // "" : kDefaultSamplePrompt (train/sample_text.hpp)
+  std::string metrics_file;  // --metrics: JSON Lines of the run (train/metrics_log.hpp)
   bool print_params = false;
+  bool dry_run = false;      // check everything, print the plan, train nothing
   int threads = 0;  // 0: leave OpenMP/BLAS defaults
 
   // Checkpoints
@@ -101,11 +108,14 @@ struct TrainOptions {
   std::int64_t resolved_train_tokens() const;  // from train_tokens / steps
   std::int64_t total_steps() const;
   int micro_batches_per_rank() const { return global_batch / (dp * micro_batch); }
-  void validate() const;  // cross-field checks, clear messages naming the flags
+  // Every numeric option against its range, NaN and infinity refused, each
+  // message leading with the option (parse_train_options runs it).
+  void check_values() const;
+  void validate() const;  // check_values() and the cross-field checks, naming the flags
 };
 
 // Parses argv (and --config FILE). Returns nullopt when the program should exit
-// successfully right away (--help), after printing to `out`. Throws wiola::Error
+// successfully right away (--help, --version), after printing to `out`. Throws wiola::Error
 // for unknown options, malformed values and inconsistent settings.
 std::optional<TrainOptions> parse_train_options(int argc, const char* const* argv,
                                                 std::ostream& out);
@@ -116,6 +126,10 @@ TrainOptions options_from_ini(const std::string& text);
 // The options as an INI text wiola-train --config reads back (recorded in
 // every checkpoint).
 std::string to_ini(const TrainOptions& o);
+
+// Repeated and comma-separated file lists (--train-data a.h5,b.h5 --train-data
+// c.h5), empty items left out.
+std::vector<std::string> file_list(const std::vector<std::string>& items);
 
 // The default training and validation files (the embedded dataset of this build).
 std::string default_train_file();

@@ -6,7 +6,11 @@ namespace wiola {
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_stop_signal(int sig) { g_stop = sig; }
+// The first signal is the one reported (a preemption's TERM may be followed
+// by the USR1 a batch script passes on).
+extern "C" void on_stop_signal(int sig) {
+  if (!g_stop) g_stop = sig;
+}
 }  // namespace
 
 void install_stop_handlers() {

@@ -11,6 +11,8 @@
 
 namespace wiola {
 
+class StageModel;
+
 // The trainer's own work after the schedule's actions.
 enum class StepPhase : std::uint8_t {
   ReduceGrads,  // tied-embedding sum and the data-parallel gradient reduction
@@ -32,7 +34,7 @@ struct StepRecord {
   TimeSplit times;
   PhaseEvent reduce, optimizer;
   double loss = 0, grad_norm = 0;
-  bool skipped = false;  // non-finite gradient norm: no update
+  bool skipped = false;  // non-finite loss or gradient norm: no update
 };
 
 class TrainObserver {
@@ -40,10 +42,17 @@ class TrainObserver {
   virtual ~TrainObserver() = default;
   // When true, each step's run carries one event per executed action.
   virtual bool wants_events() const { return false; }
+  // Before training step `step` starts, on every rank. A test seam may alter
+  // the model here (fault injection: parameters that turned NaN).
+  virtual void before_step(std::int64_t /*step*/, StageModel& /*model*/) {}
   // Before every schedule action of training step `step`.
   virtual void before_action(std::int64_t /*step*/, const pipeline::Action& /*a*/) {}
   // While this rank writes its file of the checkpoint of `step`, after each tensor.
   virtual void on_checkpoint_write(std::int64_t /*step*/) {}
+  // Rank 0, saving the checkpoint of `step`: older checkpoints beyond --keep
+  // (or a previous save of the same step) have been renamed to hidden names
+  // and are about to be deleted.
+  virtual void on_checkpoints_retired(std::int64_t /*step*/) {}
   // After each optimizer step, on every rank.
   virtual void on_step(const StepRecord& /*record*/) {}
 };

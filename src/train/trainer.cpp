@@ -3,6 +3,8 @@
 // checkpoints and stopping, and the report at the end.
 #include "train/trainer.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,24 +16,34 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
+#if defined(WIOLA_WITH_NCCL)
+#include "comm/nccl_communicator.hpp"
+#endif
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
 #include "core/process_identity.hpp"
 #include "core/text.hpp"
+#include "io/checkpoint_store.hpp"
 #include "io/data_config.hpp"
+#include "io/output_paths.hpp"
 #include "io/weights_file.hpp"
 #include "model/flops.hpp"
 #include "model/param_report.hpp"
 #include "model/stage_model.hpp"
 #include "optim/clip.hpp"
 #include "optim/lr_schedule.hpp"
+#include "partition/cost_model.hpp"
 #include "partition/partition.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/backend_staging.hpp"
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
+#include "train/data_summary.hpp"
 #include "train/device_choice.hpp"
+#include "train/evaluation.hpp"
 #include "train/memory_plan.hpp"
+#include "train/sample_text.hpp"
+#include "train/metrics_log.hpp"
 #include "train/stop_signal.hpp"
 #include "train/zero_optimizer.hpp"
 
@@ -41,15 +53,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 double clock_seconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
-
-// Consecutive steps with a non-finite gradient norm before the run gives up.
-constexpr int kMaxSkippedSteps = 5;
 
 // What one world all-reduce gives after a step or an evaluation.
 struct StepTotals {
@@ -69,20 +84,30 @@ class Trainer {
  private:
   // ---- setup ----
   void resolve_configuration();
+  void check_outputs();
   void restore();
   void print_plan() const;
   MemoryPlanInput memory_input(int stage) const;
   void report_memory();
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
-  StepTotals reduce_totals(const StageExecutor::Result& run, bool with_grad_norm);
+  StepTotals reduce_totals(const StageExecutor::Result& run);
   HostBatch train_microbatch(std::int64_t step, int mb) const;
   // ---- around the steps ----
-  double evaluate();
+  EvalTotals evaluate();
   void log_step(std::int64_t step, const StepRecord& r);
   bool checkpoint_and_stop(std::int64_t step);
   void report_times();
+  std::vector<NamedArray> gather_weights();
+  bool params_finite();
+  [[noreturn]] void stop_nonfinite(const std::string& what) const;
   void export_weights();
+  void print_sample(std::int64_t step);
+  void open_metrics();
+  // Tokens the run has trained on after `step` (a resumed run's earlier ones included).
+  std::int64_t tokens_seen(std::int64_t step) const {
+    return (sample_base_ + (step - start_step_ + 1) * opts_.global_batch) * opts_.model.T;
+  }
   void say(const std::string& s) const {
     if (rank0_) log_ << s << std::flush;
   }
@@ -98,11 +123,13 @@ class Trainer {
   std::vector<StageSpec> specs_;
   std::optional<DatasetSpec> train_data_, val_data_;
   comm::GridGroups groups_;
+  std::unique_ptr<comm::Communicator> device_world_;  // NCCL over all ranks, when chosen
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<StageModel> model_;
   std::unique_ptr<ZeroOptimizer> optimizer_;
   std::unique_ptr<StageExecutor> executor_;
   std::unique_ptr<BatchFeed> train_feed_, val_feed_;
+  std::unique_ptr<TrainingSampler> sampler_;  // --sample-every, rank 0
   std::vector<Action> schedule_;
   LrSchedule lr_;
   int microbatches_ = 0;
@@ -110,11 +137,14 @@ class Trainer {
   std::int64_t start_step_ = 1, sample_base_ = 0;
   std::string device_description_;
   MemoryEstimate memory_;
+  DataSummary data_;
+  MetricsLog metrics_;  // --metrics, rank 0
   Tensor totals_;  // F64 [1, 3]: Σ g², Σ loss, tokens (backend memory)
   StageExecutor::Result last_run_;  // the latest step's, for observers
 
   TrainSummary summary_;
   TimeSplit times_;  // over steps after the first
+  TimeSplit first_times_;  // the first step's, reported when it is the only one
   std::int64_t steady_steps_ = 0;
   Clock::time_point t_start_, t_steady_, t_window_, t_saved_;
   double window_loss_ = 0, window_tokens_ = 0;
@@ -129,11 +159,16 @@ void Trainer::resolve_configuration() {
     grid_ = comm::ProcessGrid::make(world_.size(), opts_.pp, opts_.dp, world_.rank());
     set_cpu_threads(opts_.threads);
     opts_.validate();  // before the data: its errors name flags, not files
+    if (opts_.resume.kind == ResumeFrom::Kind::Directory)
+      require_loadable_name(opts_.resume.directory);
     const DataConfig data{opts_.train_files, opts_.data_weights, opts_.val_files,
                           opts_.val_fraction, opts_.split_seed};
     train_data_ = train_spec(data);
     val_data_ = val_spec(data);
     const TokenDataset probe(*train_data_, opts_.model.T);
+    data_.train_files = train_data_->sources.all_files();
+    data_.train_tokens = probe.num_tokens();
+    data_.train_windows = probe.num_windows();
     if (!opts_.vocab_explicit) {
       opts_.model.V = probe.vocab_size();
     } else {
@@ -141,8 +176,20 @@ void Trainer::resolve_configuration() {
               " is smaller than the vocabulary of ", opts_.train_files.front(), " (",
               probe.vocab_size(), ")");
     }
-    if (val_data_) require_same_tokenizer(probe, TokenDataset(*val_data_, opts_.model.T));
+    if (val_data_) {
+      const TokenDataset val(*val_data_, opts_.model.T);
+      require_same_tokenizer(probe, val);
+      data_.val_files = val_data_->sources.all_files();
+      data_.val_tokens = val.num_tokens();
+      data_.val_windows = val.num_windows();
+      data_.val_held_out = opts_.val_fraction > 0;
+    }
+    if (rank0_ && !opts_.metrics_file.empty()) require_appendable_file(opts_.metrics_file, "--metrics");
     opts_.validate();
+    if (opts_.sample_every > 0 && rank0_)
+      sampler_ = std::make_unique<TrainingSampler>(
+          opts_.model, opts_.train_files.front(),
+          opts_.sample_prompt.empty() ? kDefaultSamplePrompt : opts_.sample_prompt);
     ChosenBackend chosen = choose_backend(opts_.device, opts_.dtype, opts_.dtype_explicit);
     backend_ = std::move(chosen.backend);
     opts_.dtype = chosen.dtype;
@@ -161,6 +208,36 @@ void Trainer::resolve_configuration() {
             " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
             "or a higher --zero");
   }, "another rank refused the configuration (see its message)");
+  check_outputs();
+}
+
+// Every output location is checked before the first step, on every rank that
+// will write there: the save folder (created, as a save would) and the
+// export file's folder. A refusal names the path and the reason.
+void Trainer::check_outputs() {
+  const bool writes_checkpoint_file = rank0_ || opts_.zero > 0 || grid_.dp_index() == 0;
+  // Rank 0 first: it creates the save folder the others then probe.
+  comm::agree(world_, [&] {
+    if (!rank0_) return;
+    if (!opts_.save_dir.empty()) {
+      if (opts_.dry_run)
+        require_creatable_folder(opts_.save_dir, "--save");
+      else
+        require_writable_folder(opts_.save_dir, "--save", true);
+    }
+    if (!opts_.export_weights.empty())
+      require_writable_file(opts_.export_weights, "--export-weights");
+  });
+  comm::agree(world_, [&] {
+    if (!rank0_ && writes_checkpoint_file && !opts_.save_dir.empty() && !opts_.dry_run)
+      require_writable_folder(opts_.save_dir, "--save", false);
+  });
+  if (rank0_ && !opts_.save_dir.empty() && !opts_.dry_run) {
+    const std::vector<std::string> gone = remove_leftovers(opts_.save_dir);
+    if (!gone.empty())
+      say("checkpoints: removed what an interrupted save or prune left in " + opts_.save_dir +
+          ": " + join(gone) + "\n");
+  }
 }
 
 MemoryPlanInput Trainer::memory_input(int stage) const {
@@ -208,11 +285,25 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   const ModelConfig& cfg = opts_.model;
   microbatches_ = opts_.micro_batches_per_rank();
   total_steps_ = opts_.total_steps();
+  data_.budget_tokens = total_steps_ * opts_.global_batch * cfg.T;
+  if (opts_.dry_run) {  // everything is checked; nothing is allocated
+    print_plan();
+    return;
+  }
 
   backend_->reserve_memory(static_cast<std::size_t>(memory_.total()));
   if (backend_->device() != Device::CPU)
     world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
-  groups_ = comm::make_groups(world_, grid_);
+#if defined(WIOLA_WITH_NCCL)
+  // On GPUs: each group over NCCL where its ranks have a GPU each (rank 0 says which).
+  if (backend_->device() == Device::CUDA && backend_->native_stream()) {
+    comm::DeviceGroups dg =
+        comm::make_device_groups(world_, grid_, backend_->native_stream(), &log_);
+    groups_ = std::move(dg.groups);
+    device_world_ = std::move(dg.world);
+  }
+#endif
+  if (!groups_.pipeline) groups_ = comm::make_groups(world_, grid_);
   model_ = std::make_unique<StageModel>(*backend_, cfg, specs_[grid_.stage()], opts_.dtype);
   model_->params().init(opts_.seed);
   model_->set_recompute(opts_.recompute);
@@ -244,6 +335,35 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
       opts_.lr, opts_.min_lr,
       static_cast<std::int64_t>(std::llround(opts_.warmup_frac * double(total_steps_))),
       total_steps_};
+  open_metrics();
+}
+
+// --metrics: rank 0 appends to the file; the first record is the configuration.
+void Trainer::open_metrics() {
+  if (!rank0_ || opts_.metrics_file.empty()) return;
+  metrics_ = MetricsLog(opts_.metrics_file);
+  MetricsRunInfo info;
+  info.version = code_version();
+  info.options_ini = to_ini(opts_);
+  info.device = device_description_;
+  info.model = opts_.model;
+  info.params = param_count(opts_.model);
+  info.training_flops_per_token = training_flops_per_token(opts_.model);
+  info.pp = grid_.pp;
+  info.dp = grid_.dp;
+  info.zero = opts_.zero;
+  info.schedule = std::string(pipeline::schedule_kind_name(opts_.schedule));
+  info.dtype = std::string(dtype_name(opts_.dtype));
+  info.micro_batch = opts_.micro_batch;
+  info.global_batch = opts_.global_batch;
+  info.microbatches = microbatches_;
+  info.stages = specs_;
+  info.data = data_;
+  info.total_steps = total_steps_;
+  info.tokens_per_step = std::int64_t(opts_.global_batch) * opts_.model.T;
+  info.first_step = start_step_;
+  if (start_step_ > 1) info.resumed_from = summary_.last_checkpoint;
+  metrics_.config(info);
 }
 
 // --init-weights: parameters from a weights file (wiola-dump's format, e.g.
@@ -264,7 +384,16 @@ void Trainer::restore() {
   }
   std::optional<std::string> dir;
   switch (opts_.resume.kind) {
-    case ResumeFrom::Kind::None: break;
+    case ResumeFrom::Kind::None:
+      if (!opts_.save_dir.empty() && rank0_) {
+        const std::vector<std::string> old = list_checkpoint_dirs(opts_.save_dir);
+        if (!old.empty())
+          say("WARNING: --save " + opts_.save_dir + " already holds " +
+              std::to_string(old.size()) + " checkpoint(s), the newest " + old.front() +
+              "; this run starts from step 0 (--resume none) and replaces them as it reaches "
+              "their steps (--resume auto would continue the newest)\n");
+      }
+      break;
     case ResumeFrom::Kind::Auto:
       dir = find_resume_checkpoint(world_, opts_.save_dir, log_);
       if (!dir) say("resume: no checkpoint in '" + opts_.save_dir + "', starting fresh\n");
@@ -297,12 +426,14 @@ void Trainer::print_plan() const {
      << " per replica per step\n"
      << "  global batch " << opts_.global_batch << " sequences = "
      << std::int64_t(opts_.global_batch) * cfg.T << " tokens; " << total_steps_
-     << " steps = " << total_steps_ * opts_.global_batch * cfg.T << " tokens\n";
+     << " steps = " << total_steps_ * opts_.global_batch * cfg.T << " tokens\n"
+     << data_.describe();
   for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
   if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_)) os << "WARNING: " << *w << "\n";
   CostModel cost;
   cost.microbatch_tokens = std::int64_t(opts_.micro_batch) * cfg.T;
   cost.microbatches = microbatches_;
+  cost.hold_all_microbatches = opts_.schedule == pipeline::ScheduleKind::GPipe;
   cost.bytes_per_activation = double(dtype_size(opts_.dtype));
   os << describe_partition(cfg, specs_, cost);
   for (int s = 0; s < grid_.pp; ++s)
@@ -322,17 +453,17 @@ HostBatch Trainer::train_microbatch(std::int64_t step, int mb) const {
 }
 
 // One world all-reduce of this rank's [Σ g², Σ loss, tokens], read back once.
-StepTotals Trainer::reduce_totals(const StageExecutor::Result& run, bool with_grad_norm) {
+StepTotals Trainer::reduce_totals(const StageExecutor::Result& run) {
   Backend& be = *backend_;
   be.fill(totals_, 0.0);
-  if (with_grad_norm) optimizer_->add_owned_sum_squares(totals_.cols_slice(0, 1));
+  optimizer_->add_owned_sum_squares(totals_.cols_slice(0, 1));
   double tokens = 0;
   if (run.loss_sums.defined()) {
     be.sum(run.loss_sums, totals_.cols_slice(1, 2));
     for (std::int64_t n : run.loss_tokens) tokens += double(n);
   }
   be.fill(totals_.cols_slice(2, 3), tokens);
-  world_.allreduce(totals_, comm::ReduceOp::Sum);
+  (device_world_ ? *device_world_ : world_).allreduce(totals_, comm::ReduceOp::Sum);
   double host[3];
   be.to_host(totals_, host);
   return {std::sqrt(host[0]), host[1], host[2]};
@@ -341,11 +472,13 @@ StepTotals Trainer::reduce_totals(const StageExecutor::Result& run, bool with_gr
 // One optimizer step: the schedule's forwards and backwards, then the
 // gradient reduction, the global norm and loss, clipping and the update.
 StepRecord Trainer::train_step(std::int64_t step) {
+  if (observer_) observer_->before_step(step, *model_);
   model_->params().zero_grads();
 
   StageExecutor::Hooks hooks;
   hooks.batch = [&](int mb) { return train_microbatch(step, mb); };
   hooks.final_layer_grads = [&](int layer) { optimizer_->on_layer_grads_final(layer); };
+  hooks.before_layer_forward = [&](int layer) { optimizer_->wait_for_params(layer); };
   hooks.record_events = observer_ && observer_->wants_events();
   if (observer_) hooks.before_action = [&](const Action& a) { observer_->before_action(step, a); };
   const StageExecutor::RunSpec spec{static_cast<int>(step), microbatches_, opts_.micro_batch,
@@ -362,11 +495,12 @@ StepRecord Trainer::train_step(std::int64_t step) {
   const auto t_optimizer = Clock::now();
   // The world all-reduce of norm and loss: a rank that got here first waits
   // for the last one (its drain as far as it can tell, train/time_split.hpp).
-  const StepTotals totals = reduce_totals(run, /*with_grad_norm=*/true);
+  const StepTotals totals = reduce_totals(run);
   const auto t_reduced = Clock::now();
   r.loss = totals.mean_loss();
   r.grad_norm = totals.grad_norm;
-  r.skipped = !std::isfinite(totals.grad_norm);  // every rank sees the same sum
+  // Every rank sees the same sums, so every rank skips the same steps.
+  r.skipped = !std::isfinite(totals.grad_norm) || !std::isfinite(r.loss);
   if (r.skipped)
     optimizer_->skip_step();
   else
@@ -387,26 +521,36 @@ StepRecord Trainer::train_step(std::int64_t step) {
   return r;
 }
 
-double Trainer::evaluate() {
+// Validation: the first eval_batches micro-batches (rounded up to a multiple
+// of dp) of the validation order, through the shared forward-only evaluation.
+EvalTotals Trainer::evaluate() {
+  optimizer_->finish_gathers();
   const int per_replica = (opts_.eval_batches + opts_.dp - 1) / opts_.dp;
-  StageExecutor::Hooks hooks;
-  hooks.batch = [&](int mb) {
-    const std::int64_t first = (std::int64_t(mb) * opts_.dp + grid_.dp_index()) * opts_.micro_batch;
-    return val_feed_->samples(first, opts_.micro_batch);
+  EvalSpec spec;
+  spec.microbatches = std::int64_t(per_replica) * opts_.dp;
+  spec.micro_batch = opts_.micro_batch;
+  spec.seq = opts_.model.T;
+  spec.batch = [&](std::int64_t g) {
+    return val_feed_->samples(g * opts_.micro_batch, opts_.micro_batch);
   };
-  const StageExecutor::RunSpec spec{0, per_replica, opts_.micro_batch, opts_.model.T,
-                                    /*training=*/false, 0.0};
-  const StageExecutor::Result run = executor_->run(
-      pipeline::make_forward_schedule(grid_.pp, grid_.stage(), per_replica), spec, hooks);
-  return reduce_totals(run, /*with_grad_norm=*/false).mean_loss();
+  return wiola::evaluate(*executor_, *backend_, grid_, world_, spec);
 }
 
 void Trainer::log_step(std::int64_t step, const StepRecord& r) {
   if (r.skipped) {
     ++skipped_in_a_row_;
-    say("step " + std::to_string(step) + ": gradient norm is not finite; update skipped\n");
-    require(skipped_in_a_row_ < kMaxSkippedSteps, kMaxSkippedSteps,
-            " steps in a row had NaN/Inf gradients; stopping");
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "step %lld: loss %g, gradient norm %g: not finite; update skipped (%d of at "
+                  "most %d in a row)\n",
+                  static_cast<long long>(step), r.loss, r.grad_norm, skipped_in_a_row_,
+                  opts_.max_nonfinite_steps);
+    say(buf);
+    if (skipped_in_a_row_ >= opts_.max_nonfinite_steps)
+      stop_nonfinite("steps " + std::to_string(step - skipped_in_a_row_ + 1) + ".." +
+                     std::to_string(step) + ": the loss or gradient norm was not finite " +
+                     std::to_string(skipped_in_a_row_) + " steps in a row (--max-nonfinite-steps " +
+                     std::to_string(opts_.max_nonfinite_steps) + ")");
   } else {
     skipped_in_a_row_ = 0;
   }
@@ -422,15 +566,18 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
   const double dt = seconds_between(t_window_, now), elapsed = seconds_between(t_start_, now);
   const double tps = window_tokens_ / std::max(dt, 1e-9);
   const double eta = elapsed / double(step - start_step_ + 1) * double(total_steps_ - step);
+  const double flops = tps * training_flops_per_token(opts_.model);
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "step %6lld/%lld | loss %.4f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
+                "step %6lld/%lld | tokens %s | loss %.6f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
                 "GFLOP/s %6.2f | elapsed %s | eta %s\n",
                 static_cast<long long>(step), static_cast<long long>(total_steps_),
-                window_loss_ / window_steps_, lr_.at(step), r.grad_norm, tps,
-                tps * training_flops_per_token(opts_.model) / 1e9, duration_text(elapsed).c_str(),
+                si_count(double(tokens_seen(step))).c_str(), window_loss_ / window_steps_,
+                lr_.at(step), r.grad_norm, tps, flops / 1e9, duration_text(elapsed).c_str(),
                 duration_text(eta).c_str());
   say(buf);
+  metrics_.step({step, tokens_seen(step), window_loss_ / window_steps_, r.loss, lr_.at(step),
+                 r.grad_norm, tps, flops, elapsed, window_steps_, r.skipped});
   t_window_ = Clock::now();
   window_loss_ = window_tokens_ = 0;
   window_steps_ = 0;
@@ -449,20 +596,33 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
   const bool save_now = !opts_.save_dir.empty() &&
                         (stop || exit_now || flags[1] || step == total_steps_ ||
                          (opts_.save_interval > 0 && step % opts_.save_interval == 0));
-  if (save_now) {
+  if (save_now && skipped_in_a_row_ > 0) {
+    say("checkpoint of step " + std::to_string(step) +
+        " not written: its loss or gradient norm is not finite (the last good checkpoint "
+        "stays" + (summary_.last_checkpoint.empty() ? "" : ": " + summary_.last_checkpoint) +
+        ")\n");
+  } else if (save_now) {
+    if (!params_finite())
+      stop_nonfinite("step " + std::to_string(step) + ": the parameters are not finite");
+    const auto t_save = Clock::now();
     CheckpointInfo saved;
     saved.step = step;
     saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.global_batch;
     saved.config = to_ini(opts_);
+    optimizer_->finish_gathers();  // no collective may still write what the checkpoint reads
     const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.zero, observer_};
     summary_.last_checkpoint = save_checkpoint(ckpt, opts_.save_dir, saved, opts_.keep);
     t_saved_ = Clock::now();
     say("checkpoint: " + summary_.last_checkpoint + "\n");
+    if (metrics_.enabled())
+      metrics_.checkpoint(step, tokens_seen(step), summary_.last_checkpoint,
+                          seconds_between(t_save, t_saved_),
+                          directory_bytes(summary_.last_checkpoint));
   }
   if (stop) {
     summary_.stop_signal = flags[0];
     say("stopping after step " + std::to_string(step) + " on signal " + std::to_string(flags[0]) +
-        (save_now ? "" : " (no --save directory: nothing was saved)") + "\n");
+        (opts_.save_dir.empty() ? " (no --save directory: nothing was saved)" : "") + "\n");
     return true;
   }
   if (exit_now) {
@@ -475,12 +635,18 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
 TrainSummary Trainer::run() {
   summary_.first_step = start_step_;
   summary_.stages = specs_;
+  if (opts_.dry_run) {
+    say("dry run: the configuration, data, layout, memory estimate and output paths are fine; "
+        "nothing was trained or written\n");
+    return summary_;
+  }
   const bool can_eval = val_data_.has_value();
   t_start_ = t_steady_ = t_window_ = t_saved_ = Clock::now();
   for (std::int64_t step = start_step_; step <= total_steps_; ++step) {
     const StepRecord r = train_step(step);
     if (step == start_step_) {
       t_steady_ = Clock::now();
+      first_times_ = r.times;
     } else {
       times_ += r.times;
       ++steady_steps_;
@@ -491,28 +657,72 @@ TrainSummary Trainer::run() {
     const bool eval_now = can_eval && ((opts_.eval_interval > 0 && step % opts_.eval_interval == 0) ||
                                        step == total_steps_);
     if (eval_now) {
-      summary_.last_val_loss = evaluate();
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f\n",
-                    static_cast<long long>(step), summary_.last_val_loss);
+      const EvalTotals val = evaluate();
+      summary_.last_val_loss = val.mean_loss();
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f | perplexity %.2f\n",
+                    static_cast<long long>(step), val.mean_loss(), val.perplexity());
       say(buf);
+      metrics_.validation(step, tokens_seen(step), summary_.last_val_loss);
     }
+    if (opts_.sample_every > 0 && step % opts_.sample_every == 0) print_sample(step);
     if (checkpoint_and_stop(step)) break;
   }
   summary_.completed = summary_.steps == total_steps_;
+  // Ending (at the last step or --exit-after-step) on bad steps is a failure;
+  // a stop signal keeps its exit status (the last good checkpoint resumes).
+  if (skipped_in_a_row_ > 0 && summary_.stop_signal == 0)
+    stop_nonfinite("the run ended with " + std::to_string(skipped_in_a_row_) +
+                   " steps in a row whose loss or gradient norm was not finite");
+  // Over the steps after the first (which warms caches and allocators up); a
+  // run of one step has only that one to report.
   if (steady_steps_ > 0)
     summary_.tokens_per_second = double(steady_steps_) * opts_.global_batch * opts_.model.T /
                                  seconds_between(t_steady_, Clock::now());
+  else if (summary_.steps >= start_step_)
+    summary_.tokens_per_second =
+        double(opts_.global_batch) * opts_.model.T / seconds_between(t_start_, t_steady_);
   report_times();
-  if (!opts_.export_weights.empty() && summary_.completed) export_weights();
+  if (!opts_.export_weights.empty() && summary_.completed) {
+    if (!params_finite()) stop_nonfinite("the final parameters are not finite");
+    export_weights();
+  }
   return summary_;
+}
+
+// True on every rank when every rank's parameters (its optimizer's range) are
+// finite: one all-reduce of the sums of squares.
+bool Trainer::params_finite() {
+  Backend& be = *backend_;
+  be.fill(totals_, 0.0);
+  be.sum_squares(optimizer_->master(), totals_.cols_slice(0, 1));
+  world_.allreduce(totals_, comm::ReduceOp::Sum);
+  double host[3];
+  be.to_host(totals_, host);
+  return std::isfinite(host[0]);
+}
+
+// Ends the run on every rank (they all see the same reduced values) without
+// writing anything: no checkpoint or export of non-finite weights.
+void Trainer::stop_nonfinite(const std::string& what) const {
+  std::string where;
+  if (!summary_.last_checkpoint.empty())
+    where = "the last good checkpoint is " + summary_.last_checkpoint;
+  else if (!opts_.save_dir.empty())
+    where = "no checkpoint was written before it";
+  else
+    where = "nothing was saved (no --save)";
+  throw CollectiveError(what + "; stopping without saving: " + where +
+                        " (lower --lr, or check the data)");
 }
 
 // Per-stage time split, averaged over each stage's replicas, with the drain
 // aligned over every rank's sums (align_drains); bubble as wiola-profile's.
 void Trainer::report_times() {
-  const std::vector<double> mine{times_.compute, times_.wait,      times_.drain, times_.comm,
-                                 times_.reduce,  times_.optimizer, times_.other, times_.step};
+  if (summary_.steps < start_step_) return;  // no step ran (every rank knows)
+  const TimeSplit& t = steady_steps_ > 0 ? times_ : first_times_;
+  const std::vector<double> mine{t.compute, t.wait,      t.drain, t.comm,
+                                 t.reduce,  t.optimizer, t.other, t.step};
   const std::size_t n = mine.size();
   std::vector<double> all(n * world_.size(), 0.0);
   std::vector<std::size_t> counts(world_.size(), n);
@@ -530,8 +740,11 @@ void Trainer::report_times() {
   }
   if (!rank0_) return;
   std::ostringstream os;
-  os << "per-stage time over steps 2.." << summary_.steps
-     << " (seconds; bubble = (wait + drain) / step, docs/profiling.md):\n";
+  if (steady_steps_ > 0)
+    os << "per-stage time over steps " << start_step_ + 1 << ".." << summary_.steps;
+  else
+    os << "per-stage time of step " << summary_.steps << ", the only one (warm-up included)";
+  os << " (seconds; bubble = (wait + drain) / step, docs/profiling.md):\n";
   for (int s = 0; s < grid_.pp; ++s) {
     const TimeSplit& st = summary_.stage_times[s];
     char buf[240];
@@ -554,8 +767,9 @@ void Trainer::report_times() {
 }
 
 // The full parameters, collected on world rank 0 from each stage's first
-// data-parallel replica, written as a weights file (--export-weights).
-void Trainer::export_weights() {
+// data-parallel replica (empty on the other ranks); collective.
+std::vector<NamedArray> Trainer::gather_weights() {
+  optimizer_->finish_gathers();
   std::vector<NamedArray> out;
   const int tag = 7;
   StageModel& model = *model_;
@@ -581,10 +795,32 @@ void Trainer::export_weights() {
                                            flat.begin() + p.offset + p.numel())});
       }
     }
+  }
+  return out;
+}
+
+// --export-weights: the gathered parameters as a weights file.
+void Trainer::export_weights() {
+  const std::vector<NamedArray> out = gather_weights();
+  if (rank0_) {
     write_weights_file(opts_.export_weights, opts_.model, out, wide_dtype(opts_.dtype));
     log_ << "exported weights to " << opts_.export_weights << "\n";
   }
   world_.barrier();
+}
+
+// --sample-every: rank 0 continues the sample prompt greedily. One CPU stage
+// holds the whole model already; otherwise the parameters are gathered.
+void Trainer::print_sample(std::int64_t step) {
+  optimizer_->finish_gathers();  // the parameters the sample reads are complete
+  std::string text;
+  if (grid_.pp == 1 && backend_->device() == Device::CPU) {
+    if (rank0_) text = sampler_->sample(*model_);
+  } else {
+    const std::vector<NamedArray> params = gather_weights();
+    if (rank0_) text = sampler_->sample(params);
+  }
+  say("step " + std::to_string(step) + " | sample: " + text + "\n");
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
     } else if (!other_buckets_.empty() && other_buckets_.back().end == p.offset) {
       other_buckets_.back().end = p.offset + p.numel();
     } else {
-      other_buckets_.push_back({p.offset, p.offset + p.numel(), nullptr});
+      other_buckets_.push_back({p.offset, p.offset + p.numel(), nullptr, nullptr});
     }
   }
 
@@ -52,8 +52,10 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
 ZeroOptimizer::~ZeroOptimizer() {
   // Never leave a collective pending on the way out.
   for (auto* list : {&layer_buckets_, &other_buckets_})
-    for (auto& b : *list)
+    for (auto& b : *list) {
       if (b.pending) b.pending->wait();
+      if (b.gathering) b.gathering->wait();
+    }
 }
 
 std::vector<std::size_t> ZeroOptimizer::shard_counts(std::int64_t begin, std::int64_t end) const {
@@ -153,9 +155,41 @@ void ZeroOptimizer::step(double lr, double grad_scale) {
   const Tensor params = store.params();
   adam_->step(params.range(b, n), stage_ >= 1 ? shard_grads_ : store.grads().range(b, n), lr,
               grad_scale, updates_);
-  if (stage_ >= 1 && dp_ > 1)
-    g_.data->allgather(params.range(shard_begin_, shard_end_ - shard_begin_), params,
-                       shard_counts(0, total_));
+  if (stage_ >= 1 && dp_ > 1) {
+    // In the order the next forward needs them: embedding (and the head's), then layers.
+    for (auto& bucket : other_buckets_) start_gather(bucket);
+    for (auto& bucket : layer_buckets_) start_gather(bucket);
+  }
+}
+
+// All-gather one bucket of the parameters in place: every rank contributes
+// the part of the bucket its shard holds.
+void ZeroOptimizer::start_gather(Bucket& b) {
+  const Tensor params = model_.params().params();
+  const std::vector<std::size_t> counts = shard_counts(b.begin, b.end);
+  const std::int64_t mine = std::clamp(b.begin, shard_begin_, shard_end_);
+  b.gathering = g_.data->iallgather(
+      params.range(mine, static_cast<std::int64_t>(counts[dp_rank_])),
+      params.range(b.begin, b.end - b.begin), counts);
+}
+
+void ZeroOptimizer::wait_for_params(int layer) {
+  auto wait = [](Bucket& b) {
+    if (b.gathering) {
+      b.gathering->wait();
+      b.gathering.reset();
+    }
+  };
+  if (layer < 0) {
+    for (auto& b : other_buckets_) wait(b);
+  } else {
+    wait(layer_buckets_.at(layer - model_.spec().first_layer));
+  }
+}
+
+void ZeroOptimizer::finish_gathers() {
+  wait_for_params(-1);
+  for (int l = model_.spec().first_layer; l < model_.spec().end_layer; ++l) wait_for_params(l);
 }
 
 // A step whose gradient norm is not finite takes no update: the reduction is

@@ -60,8 +60,16 @@ class ZeroOptimizer {
   // out, so that the world sum of every rank's part is the global norm².
   void add_owned_sum_squares(const Tensor& acc);
   // AdamW on the owned range with the gradient scaled by `grad_scale` (the
-  // clip factor), then the parameter all-gather. Counts one update.
+  // clip factor), then (ZeRO >= 1) the parameter all-gather, started per
+  // bucket and not waited for: the next step's forwards wait for each
+  // layer's parameters just before they need them (wait_for_params), so on
+  // a device the gather overlaps the first forwards. Counts one update.
   void step(double lr, double grad_scale);
+  // Before layer `layer`'s forward (-1: the embedding, final norm and head):
+  // its parameters are gathered.
+  void wait_for_params(int layer);
+  // Every pending gather done: before reading the parameters outside a forward.
+  void finish_gathers();
   // The step's update is skipped (a non-finite gradient norm on some rank).
   void skip_step();
 
@@ -72,9 +80,11 @@ class ZeroOptimizer {
  private:
   struct Bucket {
     std::int64_t begin, end;
-    std::unique_ptr<comm::Request> pending;
+    std::unique_ptr<comm::Request> pending;    // the gradient reduce-scatter
+    std::unique_ptr<comm::Request> gathering;  // the parameter all-gather
   };
   void start_bucket(Bucket& b);
+  void start_gather(Bucket& b);
   std::vector<std::size_t> shard_counts(std::int64_t begin, std::int64_t end) const;
 
   StageModel& model_;

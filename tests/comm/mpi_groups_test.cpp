@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
 #include "core/error.hpp"
 #include "mpi_test_env.hpp"
@@ -105,6 +106,35 @@ TEST(mpiGroups, MismatchedGridIsRefused) {
   auto& w = world();
   EXPECT_THROW(ProcessGrid::make(w.size(), w.size() + 1, 1, w.rank()), Error);
   EXPECT_THROW(ProcessGrid::make(w.size(), 2, w.size(), w.rank()), Error);
+}
+
+// An error only some ranks see reaches every rank, as the lowest failing
+// rank's message ("rank R: ..." elsewhere), so rank 0 can print it.
+TEST(mpiGroups, AgreementCarriesTheLowestFailingRanksMessage) {
+  auto& w = world();
+  const int last = w.size() - 1;
+  std::string got;
+  try {
+    agree(w, [&] {
+      if (w.rank() == last) fail("--save /x: cannot create files in it (rank ", w.rank(), ")");
+    });
+  } catch (const CollectiveError& e) {
+    got = e.what();
+  }
+  const std::string own = "--save /x: cannot create files in it (rank " + std::to_string(last) + ")";
+  EXPECT_EQ(got, w.rank() == last ? own : "rank " + std::to_string(last) + ": " + own);
+  // Nobody fails: nothing is thrown.
+  EXPECT_NO_THROW(agree(w, [] {}));
+  // Rank 0 fails too: its message, everywhere, unprefixed.
+  got.clear();
+  try {
+    agree(w, [&] {
+      if (w.rank() == 0 || w.rank() == last) fail("rank ", w.rank(), " refused");
+    });
+  } catch (const CollectiveError& e) {
+    got = e.what();
+  }
+  EXPECT_EQ(got, "rank 0 refused");
 }
 
 }  // namespace

@@ -64,5 +64,20 @@ TEST(ReadTextFile, WholeFileOrAnErrorNamingThePath) {
             std::string::npos);
 }
 
+TEST(Text, PrintableEscapesWhatIsNotText) {
+  EXPECT_EQ(printable("preset = wiola-mini"), "preset = wiola-mini");
+  EXPECT_EQ(printable("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+  EXPECT_EQ(printable(std::string("\x7F" "ELF\x02\0\x1B[2J", 10)), "\\x7fELF\\x02\\x00\\x1b[2J");
+  EXPECT_EQ(printable("a\tb\nc"), "a\\x09b\\x0ac");
+  // Bytes that are not UTF-8: a lone continuation, an overlong form, a
+  // surrogate, a truncated sequence, C1 controls.
+  EXPECT_EQ(printable("\x80"), "\\x80");
+  EXPECT_EQ(printable("\xC0\xAF"), "\\xc0\\xaf");
+  EXPECT_EQ(printable("\xED\xA0\x80"), "\\xed\\xa0\\x80");
+  EXPECT_EQ(printable("\xE2\x82"), "\\xe2\\x82");
+  EXPECT_EQ(printable("\xC2\x85"), "\\xc2\\x85");
+  EXPECT_EQ(printable_lines("one\x1B\ntwo\n"), "one\\x1b\ntwo\n");
+}
+
 }  // namespace
 }  // namespace wiola

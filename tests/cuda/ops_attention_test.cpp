@@ -3,8 +3,8 @@
 // outputs (o, o_self, o_ctx, lse_self, lse_ctx) and every gradient (dq, dk,
 // dv, dctx_k, dctx_v, dphi) for plain causal GCLA and both ATM plans built by
 // the real plan builders (model/token_plan.hpp), causal and sequence
-// summaries, Λ = 1..3, awkward shapes, strided views, and the same bits on
-// every run.
+// summaries, Λ = 1..3, no context at all (Wiola 13M), awkward shapes, strided
+// views, and the same bits on every run.
 //
 // Each backend's backward reads its own forward's saved tensors, as in
 // training, so the gradient errors include the forward's.
@@ -162,6 +162,8 @@ class CudaAttention : public DeviceOpTest {
     };
     r.ref = side(false);
     r.dev = side(true);
+    if (c.n_ctx == 0)  // no context (Wiola 13M): φ, O_ctx, lse_ctx and dφ are not given
+      for (Side* sd : {&r.ref, &r.dev}) sd->phi = sd->o_ctx = sd->lse_ctx = sd->dphi = Tensor{};
     if (c.nan_padding)
       for (Slot* x : {&r.q, &r.k, &r.v, &r.d_o})
         for (int b = 0; b < c.batch; ++b)
@@ -195,11 +197,16 @@ class CudaAttention : public DeviceOpTest {
     backward(dev(), r.dims, r.dev);
     const PerQuantity& t = dtype() == DType::BF16 ? kBF16 : kF32;
     const std::string p = c.name + ": ";
+    const bool ctx = c.n_ctx > 0;
     expect_close(p + "o", r.o.p, t.o);
     expect_close(p + "o_self", r.o_self.p, t.o_self);
-    expect_close(p + "o_ctx", r.o_ctx.p, t.o_ctx);
+    if (ctx) expect_close(p + "o_ctx", r.o_ctx.p, t.o_ctx);
     expect_close(p + "lse_self", r.lse_self.p, t.lse_self);
-    expect_close(p + "lse_ctx", r.lse_ctx.p, t.lse_ctx);
+    if (ctx) expect_close(p + "lse_ctx", r.lse_ctx.p, t.lse_ctx);
+    // Without context O is O_self, bit for bit.
+    if (!ctx) {
+      EXPECT_EQ(read(dev(), r.o.dev), read(dev(), r.o_self.dev)) << p << "o != o_self";
+    }
     // bf16 gradients: atol relative to the tensor's largest value (in the view).
     auto grad_tol = [&](const Slot& g, Tolerance tol) {
       if (dtype() != DType::BF16) return tol;
@@ -216,7 +223,7 @@ class CudaAttention : public DeviceOpTest {
       expect_close(p + "dctx_v[" + std::to_string(i) + "]", r.dctx_v[i].p,
                    grad_tol(r.dctx_v[i], t.dctx_v));
     }
-    expect_close(p + "dphi", r.dphi, t.dphi);
+    if (ctx) expect_close(p + "dphi", r.dphi, t.dphi);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("[%s %s] %s: %.2f s\n", device_kind(), dtype() == DType::BF16 ? "bf16" : "fp32",
                 c.name.c_str(), s);
@@ -291,6 +298,17 @@ TEST_P(CudaAttention, PaddingRowsAreNeverRead) {
   const int T = 70;
   Case c{"NaN padding, paper ATM, T=70 H=2 Hkv=1 dh=32 Λ=2", 2, T, 2, 1, 32, 2,
          SummaryMode::Causal, paper_plan(atm_merges(T), T, SummaryMode::Causal), 0};
+  c.nan_padding = true;
+  check(c);
+}
+
+TEST_P(CudaAttention, WithoutContext) {
+  // Wiola 13M: plain causal attention (no summaries, no φ): T = 70 with a
+  // partial tile, GQA with head h reading group h % Hkv, padding rows.
+  check(plain_case("no context, T=70 H=4 Hkv=2 dh=32", 2, 70, 4, 2, 32, 0, SummaryMode::Causal));
+  Case c = plain_case("no context, padding 70/20, T=70 H=2 Hkv=1 dh=16", 2, 70, 2, 1, 16, 0,
+                      SummaryMode::Causal);
+  c.plan.n_queries = {70, 20};
   c.nan_padding = true;
   check(c);
 }

@@ -138,6 +138,31 @@ TEST_P(CudaNormOps, ForwardAndBackwardOnStridedViews) {
   }
 }
 
+TEST_P(CudaNormOps, WithoutDeltaIsPlainRmsNorm) {
+  // Wiola 13M's RMSNorm: δ and ddelta undefined.
+  const int n = 70, d = 45;
+  const double eps = 1e-6;
+  Pair x_w = input(n, d + 3, 140, -2, 2);
+  const Pair x = cols(x_w, 3, 3 + d);
+  Pair gamma = input(1, d, 141, 0.5, 1.5);
+  Pair y = output(n, d), rstd = output_as(DType::F32, n, 1);
+  cpu().wrmsnorm_fwd(x.ref, gamma.ref, Tensor{}, eps, y.ref, rstd.ref);
+  dev().wrmsnorm_fwd(x.dev, gamma.dev, Tensor{}, eps, y.dev, rstd.dev);
+  expect_close("rmsnorm_fwd y", y, tol({1e-6, 1e-6}, {1e-5, 4e-3}));
+  expect_close("rmsnorm_fwd rstd (fp32)", rstd, {0, 1e-6});
+  Pair dy = input(n, d, 142);
+  Pair dgamma = output_as(DType::F32, 1, d);
+  same_start(dgamma, random_vector(d, 143));
+  Pair dx = output(n, d);
+  same_start(dx, random_vector(std::size_t(n) * d, 144));
+  cpu().wrmsnorm_bwd(x.ref, gamma.ref, Tensor{}, rstd.ref, dy.ref, dx.ref, true, dgamma.ref,
+                     Tensor{});
+  dev().wrmsnorm_bwd(x.dev, gamma.dev, Tensor{}, rstd.dev, dy.dev, dx.dev, true, dgamma.dev,
+                     Tensor{});
+  expect_close("rmsnorm_bwd dx (accumulate)", dx, tol({1e-6, 1e-5}, {1e-5, 8e-3}));
+  expect_close("rmsnorm_bwd dgamma (fp32)", dgamma, {1e-5, 1e-5});
+}
+
 // ---- SRPE -------------------------------------------------------------------------------
 
 TEST_P(CudaSrpeOps, RotationForwardBackwardAndInPlace) {
@@ -155,25 +180,30 @@ TEST_P(CudaSrpeOps, RotationForwardBackwardAndInPlace) {
   Pair pos = index({3, 0, 15, 7, 7, 1, 12, 9, 4});
   const Tolerance t = tol({1e-6, 1e-6}, {1e-5, 4e-3});
 
-  Pair x_w = input(n, width + 6, 31, -2, 2), y = output(n, width);
-  const Pair x = cols(x_w, 6, 6 + width);
-  cpu().srpe_fwd(x.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, y.ref);
-  dev().srpe_fwd(x.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, y.dev);
-  expect_close("srpe_fwd", y, t);
+  // Both pairings: rotate-half (SRPE) and interleaved (Wiola 13M's spiral RoPE).
+  for (RotaryPairs pairs : {RotaryPairs::Half, RotaryPairs::Interleaved}) {
+    const std::string at = pairs == RotaryPairs::Half ? " (rotate-half)" : " (interleaved)";
+    const std::uint64_t seed = pairs == RotaryPairs::Half ? 31 : 41;
+    Pair x_w = input(n, width + 6, seed, -2, 2), y = output(n, width);
+    const Pair x = cols(x_w, 6, 6 + width);
+    cpu().srpe_fwd(x.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, pairs, y.ref);
+    dev().srpe_fwd(x.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, pairs, y.dev);
+    expect_close("srpe_fwd" + at, y, t);
 
-  Pair dy_w = input(n, width + 2, 32), dx_w = output(n, width + 3);
-  const Pair dy = cols(dy_w, 0, width), dx = cols(dx_w, 3, 3 + width);
-  cpu().srpe_bwd(dy.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, dx.ref);
-  dev().srpe_bwd(dy.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, dx.dev);
-  expect_close("srpe_bwd", dx_w, t);
+    Pair dy_w = input(n, width + 2, seed + 1), dx_w = output(n, width + 3);
+    const Pair dy = cols(dy_w, 0, width), dx = cols(dx_w, 3, 3 + width);
+    cpu().srpe_bwd(dy.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, pairs, dx.ref);
+    dev().srpe_bwd(dy.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, pairs, dx.dev);
+    expect_close("srpe_bwd" + at, dx_w, t);
 
-  // In place: y = x and dx = dy, on the strided views.
-  cpu().srpe_fwd(x.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, x.ref);
-  dev().srpe_fwd(x.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, x.dev);
-  expect_close("srpe_fwd in place", x_w, t);
-  cpu().srpe_bwd(dy.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, dy.ref);
-  dev().srpe_bwd(dy.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, dy.dev);
-  expect_close("srpe_bwd in place", dy_w, t);
+    // In place: y = x and dx = dy, on the strided views.
+    cpu().srpe_fwd(x.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, pairs, x.ref);
+    dev().srpe_fwd(x.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, pairs, x.dev);
+    expect_close("srpe_fwd in place" + at, x_w, t);
+    cpu().srpe_bwd(dy.ref, pos.ref, cos_tab.ref, sin_tab.ref, dh, pairs, dy.ref);
+    dev().srpe_bwd(dy.dev, pos.dev, cos_tab.dev, sin_tab.dev, dh, pairs, dy.dev);
+    expect_close("srpe_bwd in place" + at, dy_w, t);
+  }
 }
 
 // ---- summaries --------------------------------------------------------------------------
@@ -344,9 +374,11 @@ TEST_P(CudaLayerOpChecks, RefusalsNameTheOpAndTheTensor) {
                  "cross_entropy_fwd: targets is fp32, expected i32");
   expect_refused([&] { be.cross_entropy_bwd(x, idx, col, 1.0, be.alloc(other, 4, 8)); },
                  "cross_entropy_bwd: dlogits is");
-  expect_refused([&] { be.srpe_fwd(x, idx, col, col, 3, x); }, "srpe_fwd: head_dim 3");
-  expect_refused([&] { be.srpe_fwd(x, idx, be.alloc(DType::BF16, 4, 2), col, 4, x); },
-                 "srpe_fwd: cos_tab is bf16, expected fp32");
+  expect_refused([&] { be.srpe_fwd(x, idx, col, col, 3, RotaryPairs::Half, x); },
+                 "srpe_fwd: head_dim 3");
+  expect_refused(
+      [&] { be.srpe_fwd(x, idx, be.alloc(DType::BF16, 4, 2), col, 4, RotaryPairs::Half, x); },
+      "srpe_fwd: cos_tab is bf16, expected fp32");
   expect_refused([&] { be.summary_fwd(SummaryMode::Sequence, x, 2, 2, x); },
                  "summary_fwd: s is 4x8, expected 2x8");
   expect_refused([&] { be.summary_bwd(SummaryMode::Causal, x, 3, 2, x); },

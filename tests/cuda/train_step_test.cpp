@@ -67,14 +67,11 @@ std::unique_ptr<Backend> cuda_backend() {
 
 class CudaWholeStep : public ::testing::TestWithParam<DType> {};
 
-TEST_P(CudaWholeStep, LossAndEveryGradientMatchTheCpu) {
-  const DType dtype = GetParam();
+// One step of model c on the device against the CPU in fp64.
+void expect_whole_step_matches_cpu(const ModelConfig& c, DType dtype) {
   auto dev = cuda_backend();
   ASSERT_NE(dev, nullptr);
   auto cpu = make_cpu_backend();
-  ModelConfig c = preset("wiola-tiny");
-  c.atm = AtmMode::Causal;
-  c.tau = 0.0;  // merge wherever the similarity is positive: the ATM path runs
   StageModel on_dev(*dev, c, StageSpec::whole(c), dtype);
   on_dev.params().init(11);
   StageModel ref(*cpu, c, StageSpec::whole(c), DType::F64);
@@ -85,8 +82,9 @@ TEST_P(CudaWholeStep, LossAndEveryGradientMatchTheCpu) {
   const Sample s = make_sample(c.V, 12);
   const double loss_dev = step(*dev, on_dev, s), loss_ref = step(*cpu, ref, s);
   const double loss_tol = dtype == DType::BF16 ? 1e-3 : 1e-6;
-  std::printf("[whole step %s] loss device %.8f reference %.8f (rel %.2e, allowed %.0e)\n",
-              std::string(dtype_name(dtype)).c_str(), loss_dev, loss_ref,
+  std::printf("[whole step %s %s] loss device %.8f reference %.8f (rel %.2e, allowed %.0e)\n",
+              std::string(arch_name(c.arch)).c_str(), std::string(dtype_name(dtype)).c_str(),
+              loss_dev, loss_ref,
               std::fabs(loss_dev - loss_ref) / loss_ref, loss_tol);
   EXPECT_NEAR(loss_dev, loss_ref, loss_tol * loss_ref);
 
@@ -118,6 +116,18 @@ TEST_P(CudaWholeStep, LossAndEveryGradientMatchTheCpu) {
   }
   std::printf("[whole step %s] worst gradient relative error %.2e (%s), allowed %.0e\n",
               std::string(dtype_name(dtype)).c_str(), worst, worst_name.c_str(), grad_tol);
+}
+
+TEST_P(CudaWholeStep, LossAndEveryGradientMatchTheCpu) {
+  ModelConfig c = preset("wiola-tiny");
+  c.atm = AtmMode::Causal;
+  c.tau = 0.0;  // merge wherever the similarity is positive: the ATM path runs
+  expect_whole_step_matches_cpu(c, GetParam());
+}
+
+// The second family (arch wiola13m) through the same device ops.
+TEST_P(CudaWholeStep, Wiola13mLossAndEveryGradientMatchTheCpu) {
+  expect_whole_step_matches_cpu(preset("wiola13m-tiny"), GetParam());
 }
 
 TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {

@@ -1,14 +1,17 @@
 // Distributed training equals one-process training.
 //   mpirun -np N wiola_test_equivalence --pp P --dp D [--zero Z] [--schedule S]
-//       [--summary M] [--atm A] [--stage-layers L] [--micro-batch B] [--device D]
+//       [--summary M] [--atm A] [--stage-layers L] [--micro-batch B] [--clip C] [--device D]
+//       [--arch wiola|wiola13m]
 //       [--param-tolerance X] --out DIR
 // Trains a tiny model for 3 steps on the PP x DP grid, then (on rank 0, alone)
-// the same run on one process on the CPU, and compares every step's loss and
-// every final parameter: relative difference <= 1e-5 in fp32 (parameters:
-// --param-tolerance). Exit status 0 when equal. Built a second time against the emulated CUDA backend
-// (tests/cuda), where `--device cuda` runs the grid through the CUDA backend's
-// code path, its device buffers staged through host memory by the MPI
-// communicator.
+// the same run on one process on the CPU, and compares every step's loss,
+// every step's reported gradient norm (the global norm over all stages and
+// shards, the tied embedding counted once) and every final parameter: relative
+// difference <= 1e-5 in fp32 (parameters: --param-tolerance). With --clip below
+// the norm, clipping must fire at every step. Exit status 0 when equal. Built a
+// second time against the emulated CUDA backend (tests/cuda), where
+// `--device cuda` runs the grid through the CUDA backend's code path, its device
+// buffers staged through host memory by the MPI communicator.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -37,6 +40,11 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
   return std::sqrt(num / den);
 }
 
+struct NormRecorder final : TrainObserver {
+  std::vector<double> norms;
+  void on_step(const StepRecord& r) override { norms.push_back(r.grad_norm); }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +64,7 @@ int main(int argc, char** argv) {
     else if (k == "--schedule") o.schedule = pipeline::parse_schedule_kind(v);
     else if (k == "--summary") o.model.summary = parse_summary_mode(v);
     else if (k == "--atm") o.model.atm = parse_atm_mode(v);
+    else if (k == "--arch") o.model.arch = parse_arch(v);  // wiola13m: wiola-tiny's shapes
     else if (k == "--stage-layers") o.stage_layers = v;
     else if (k == "--micro-batch") o.micro_batch = std::stoi(v);
     else if (k == "--device") {
@@ -63,6 +72,7 @@ int main(int argc, char** argv) {
       o.dtype = DType::F32;
       o.dtype_explicit = true;
     }
+    else if (k == "--clip") o.clip = std::stod(v);
     else if (k == "--out") out = v;
     else if (k == "--param-tolerance") param_tolerance = std::stod(v);
     else {
@@ -71,15 +81,18 @@ int main(int argc, char** argv) {
     }
   }
   world.set_timeout(o.comm_timeout);
-  const std::string tag = "pp" + std::to_string(o.pp) + "_dp" + std::to_string(o.dp) + "_z" +
+  std::string tag = "pp" + std::to_string(o.pp) + "_dp" + std::to_string(o.dp) + "_z" +
                           std::to_string(o.zero) + "_" +
                           std::string(pipeline::schedule_kind_name(o.schedule)) + "_" +
                           std::string(summary_mode_name(o.model.summary)) + "_" +
-                          std::string(atm_mode_name(o.model.atm));
+                          std::string(atm_mode_name(o.model.atm)) +
+                          (o.model.main_family() ? "" : "_" + std::string(arch_name(o.model.arch)));
+  if (o.clip != 1.0) tag += "_clip" + std::to_string(o.clip);
   o.export_weights = out + "/equiv_" + tag + ".h5";
 
   std::ostringstream log_dist, log_ref;
-  const TrainSummary dist = train(o, world, mpi.host(), log_dist);
+  NormRecorder dist_norms, ref_norms;
+  const TrainSummary dist = train(o, world, mpi.host(), log_dist, &dist_norms);
 
   // The reference: the same run on one process (world rank 0 alone).
   auto self = world.split(world.rank(), 0, "self");
@@ -91,19 +104,29 @@ int main(int argc, char** argv) {
   r.schedule = pipeline::ScheduleKind::OneFOneB;
   r.device = DeviceChoice::CPU;
   r.export_weights = out + "/equiv_" + tag + "_reference.h5";
-  if (world.rank() == 0) ref = train(r, *self, mpi.host(), log_ref);
+  if (world.rank() == 0) ref = train(r, *self, mpi.host(), log_ref, &ref_norms);
 
   int status = 0;
   if (world.rank() == 0) {
     std::cout << log_dist.str();
     double worst_loss = 0, worst_param = 0;
     std::string worst_name;
-    for (std::size_t s = 0; s < ref.losses.size(); ++s) {
+    double worst_norm = 0;
+    bool clipped = true;
+    const bool sizes_ok = ref.losses.size() == 3 && dist.losses.size() == 3 &&
+                          dist_norms.norms.size() == 3 && ref_norms.norms.size() == 3;
+    for (std::size_t s = 0; sizes_ok && s < ref.losses.size(); ++s) {
       const double d = std::abs(dist.losses[s] - ref.losses[s]) / std::abs(ref.losses[s]);
-      std::printf("step %zu: loss %.7f (pp %d dp %d) vs %.7f (one process), rel %.2e\n", s + 1,
-                  dist.losses[s], o.pp, o.dp, ref.losses[s], d);
+      const double dn = std::abs(dist_norms.norms[s] - ref_norms.norms[s]) / ref_norms.norms[s];
+      std::printf("step %zu: loss %.7f (pp %d dp %d) vs %.7f (one process), rel %.2e; "
+                  "grad-norm %.7f vs %.7f, rel %.2e\n",
+                  s + 1, dist.losses[s], o.pp, o.dp, ref.losses[s], d, dist_norms.norms[s],
+                  ref_norms.norms[s], dn);
       worst_loss = std::max(worst_loss, d);
+      worst_norm = std::max(worst_norm, std::isfinite(dn) ? dn : 1.0);
+      if (o.clip > 0 && o.clip < 1.0 && !(ref_norms.norms[s] > o.clip)) clipped = false;
     }
+    if (!clipped) std::printf("FAIL: --clip %g did not fire at every step\n", o.clip);
     const WeightsFile a = read_weights_file(o.export_weights), b = read_weights_file(r.export_weights);
     for (std::size_t i = 0; i < b.arrays.size(); ++i) {
       const double d = rel_diff(a.arrays[i].data, b.arrays[i].data);
@@ -112,9 +135,9 @@ int main(int argc, char** argv) {
         worst_name = b.arrays[i].name;
       }
     }
-    std::printf("%s: worst loss rel diff %.2e, worst parameter %s rel diff %.2e\n", tag.c_str(),
-                worst_loss, worst_name.c_str(), worst_param);
-    status = (ref.losses.size() == 3 && dist.losses.size() == 3 && worst_loss <= 1e-5 &&
+    std::printf("%s: worst loss rel diff %.2e, grad-norm %.2e, worst parameter %s rel diff %.2e\n",
+                tag.c_str(), worst_loss, worst_norm, worst_name.c_str(), worst_param);
+    status = (sizes_ok && clipped && worst_loss <= 1e-5 && worst_norm <= 1e-5 &&
               worst_param <= param_tolerance)
                  ? 0
                  : 1;

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     else if (k == "--to-pp") to_pp = std::stoi(v);
     else if (k == "--to-dp") to_dp = std::stoi(v);
     else if (k == "--to-zero") to_zero = std::stoi(v);
+    else if (k == "--arch") o.model.arch = parse_arch(v);
     else if (k == "--out") out = v;
     else {
       std::cerr << "unknown argument " << k << "\n";
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   std::ostringstream name;
   name << "resume_pp" << o.pp << "dp" << o.dp << "z" << o.zero << "_to_pp" << to_pp << "dp" << to_dp
        << "z" << to_zero;
+  if (!o.model.main_family()) name << "_" << arch_name(o.model.arch);
   const std::string tag = name.str();
   const std::string base = out + "/" + tag;
   if (world.rank() == 0) {

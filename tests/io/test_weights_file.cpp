@@ -112,6 +112,42 @@ TEST_P(WeightsRoundTrip, AllParametersAndAttributes) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, WeightsRoundTrip, ::testing::Values(DType::F32, DType::F64));
 
+// Wiola 13M: the root attributes SPEC lists (arch among them) and none of the
+// main family's; a file without `arch` reads as the main family.
+TEST(WeightsFile, Wiola13mRecordsItsFamilysAttributes) {
+  test::TempDir dir;
+  ModelConfig c = preset("wiola13m-tiny");
+  c.alpha = 0.125;
+  c.gate = GateSource::Post;
+  const auto arrays = arrays_for(c);
+  write_weights_file(dir.file("w.h5"), c, arrays, DType::F32);
+  {
+    const h5::File f = h5::File::open_read(dir.file("w.h5"));
+    EXPECT_EQ(f.read_attr_string("arch"), "wiola13m");
+    EXPECT_EQ(f.read_attr_string("gate"), "post");
+    EXPECT_EQ(f.read_attr_double("alpha"), 0.125);
+    for (const char* a : {"d", "L", "H", "Hkv", "dff", "V", "T", "theta0", "alpha", "eps", "gate"})
+      EXPECT_TRUE(f.has_attr(a)) << a;
+    for (const char* a : {"dA", "dB", "k_s", "a_s", "f_s", "tau", "Lambda", "summary", "atm"})
+      EXPECT_FALSE(f.has_attr(a)) << a;
+    EXPECT_EQ(f.shape("layers.0.attn.gate_w2.bias"), (h5::Shape{4}));
+    EXPECT_EQ(f.shape("layers.0.ffn.up.weight"), (h5::Shape{48, 16}));
+  }
+  const WeightsFile w = read_weights_file(dir.file("w.h5"));
+  EXPECT_EQ(w.config.arch, Arch::Wiola13m);
+  EXPECT_EQ(w.config.gate, GateSource::Post);
+  EXPECT_EQ(w.config.alpha, 0.125);
+  EXPECT_EQ(w.config.dff, 24);
+  EXPECT_EQ(w.config.Hkv, 2);
+  EXPECT_EQ(w.arrays.size(), arrays.size());
+
+  // The main family's file records arch = "wiola".
+  const ModelConfig m = small_config();
+  write_weights_file(dir.file("m.h5"), m, arrays_for(m), DType::F32);
+  EXPECT_EQ(h5::File::open_read(dir.file("m.h5")).read_attr_string("arch"), "wiola");
+  EXPECT_EQ(read_weights_file(dir.file("m.h5")).config.arch, Arch::Wiola);
+}
+
 TEST(WeightsFile, MissingParameterIsNamed) {
   test::TempDir dir;
   const ModelConfig c = small_config();

@@ -12,6 +12,16 @@ namespace {
 // The count written out from SPEC.md's shapes, independently of ParamLayout.
 std::int64_t by_hand(const ModelConfig& c) {
   const std::int64_t d = c.d, kv = std::int64_t(c.Hkv) * (c.d / c.H);
+  if (c.arch == Arch::Wiola13m) {  // SPEC "The Wiola 13M variant"
+    const std::int64_t H = c.H, dh = c.d / c.H, dff = c.dff;
+    const std::int64_t layer = d                    // attn_norm.gamma
+                               + 2 * d * d          // q, o (H·dh = d)
+                               + 2 * kv * d         // k, v
+                               + H * dh + H * H + H  // gate_w1, gate_w2, its bias
+                               + d                  // ffn_norm.gamma
+                               + 2 * dff * d + dff * d + d * dff;  // up, bypass, down
+    return std::int64_t(c.V) * d + c.L * layer + d;
+  }
   const std::int64_t layer = 2 * d                 // attn_norm
                              + d * d + d * d + d * d  // q, gate, o (H·dh = d)
                              + 4 * kv * d           // k, v, ctx_k, ctx_v
@@ -33,6 +43,7 @@ TEST(Presets, ExactParameterCounts) {
   EXPECT_EQ(param_count(preset("wiola-360m")), 318048272);
   EXPECT_EQ(param_count(preset("wiola-700m")), 1068518424);
   EXPECT_EQ(param_count(preset("wiola-1.5b")), 2179698716);
+  EXPECT_EQ(param_count(preset("wiola-13m")), 12589888);  // SPEC's figure
 }
 
 TEST(Presets, FamilyRule) {

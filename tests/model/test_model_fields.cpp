@@ -24,8 +24,30 @@ TEST(ModelFields, KeysAreUniqueAndScopesNest) {
     }
   }
   // The fields that decide parameter shapes (a weights file fits a model that agrees on them).
-  EXPECT_EQ(shape, (std::set<std::string>{"d", "L", "H", "Hkv", "dA", "dB", "V"}));
-  EXPECT_EQ(model_fields().size(), 18u);
+  EXPECT_EQ(shape,
+            (std::set<std::string>{"arch", "d", "L", "H", "Hkv", "dA", "dB", "dff", "V"}));
+  EXPECT_EQ(model_fields().size(), 22u);
+}
+
+// Each family reads its own fields; `arch` and the shared shapes both.
+TEST(ModelFields, FamiliesReadTheirOwnFields) {
+  std::set<std::string> main, second;
+  for (const ModelField& f : model_fields()) {
+    if (f.applies_to(Arch::Wiola)) main.insert(f.file_key);
+    if (f.applies_to(Arch::Wiola13m)) second.insert(f.file_key);
+  }
+  EXPECT_EQ(second, (std::set<std::string>{"arch", "d", "L", "H", "Hkv", "dff", "V", "T", "theta0",
+                                           "alpha", "eps", "gate", "init_std"}));
+  EXPECT_EQ(main.count("dff") + main.count("alpha") + main.count("gate"), 0u);
+  EXPECT_EQ(main.count("Lambda") + main.count("dA") + main.count("atm"), 3u);
+  // Differences are compared over a's family only.
+  ModelConfig a = preset("wiola13m-tiny"), b = a;
+  b.Lambda = 7;  // not read by wiola13m
+  EXPECT_EQ(model_differences(a, b, FieldSet::All), "");
+  b.gate = GateSource::Post;
+  EXPECT_EQ(model_differences(a, b, FieldSet::All), "gate pre vs post");
+  EXPECT_EQ(model_differences(a, preset("wiola-tiny"), FieldSet::Shape),
+            "arch wiola13m vs wiola, dff 24 vs 64");
 }
 
 TEST(ModelFields, TextOfEveryKindReadsBack) {
@@ -59,10 +81,10 @@ TEST(ModelFields, DifferencesNameTheFields) {
   b.tau = 0.5;
   b.init_std = 0.1;
   EXPECT_EQ(model_differences(a, b, FieldSet::Shape), "L 4 vs 2, V 257 vs 2048");
-  EXPECT_EQ(model_differences(a, b, FieldSet::Stored),
-            "L 4 vs 2, V 257 vs 2048, tau 0.92000000000000004 vs 0.5");
+  // Reals in their shortest exact text (core/text.hpp shortest_real).
+  EXPECT_EQ(model_differences(a, b, FieldSet::Stored), "L 4 vs 2, V 257 vs 2048, tau 0.92 vs 0.5");
   EXPECT_EQ(model_differences(a, b, FieldSet::All),
-            "L 4 vs 2, V 257 vs 2048, tau 0.92000000000000004 vs 0.5, init_std 0.02 vs 0.10000000000000001");
+            "L 4 vs 2, V 257 vs 2048, tau 0.92 vs 0.5, init_std 0.02 vs 0.1");
 }
 
 TEST(ModelFields, AChoiceIsNotANumber) {

@@ -110,6 +110,10 @@ AttnOut ref_attention(const AttnCase& c, const AttnInputs& in, bool wrong_groups
         for (std::int64_t row : rows) s.push_back(qdot(in.k, row));
         attend(s, [&](std::size_t j) { return &in.v[rows[j] * kw + g * dh]; },
                &r.os[i * qw + h * dh], r.ls[i * H + h]);
+        if (c.n_ctx == 0) {  // no context: O = O_self, no context statistics
+          for (int d = 0; d < dh; ++d) r.o[i * qw + h * dh + d] = r.os[i * qw + h * dh + d];
+          continue;
+        }
         std::vector<double> sc;
         for (int x = 0; x < c.n_ctx; ++x) sc.push_back(qdot(in.ck[x], c.crow[i]));
         attend(sc, [&](std::size_t x) { return &in.cv[x][c.crow[i] * kw + g * dh]; },
@@ -438,6 +442,52 @@ TEST(Attention, DeterministicAcrossThreadCounts) {
   }
 }
 
+// No context summaries (n_ctx = 0, Wiola 13M): plain attention, O = O_self
+// bit for bit; φ, O_ctx, lse_ctx and dφ are not given (undefined) and o may be
+// o_self; the gradients of q, k, v match finite differences.
+TEST(Attention, WithoutContextIsPlainAttention) {
+  auto be = make_cpu_backend();
+  std::uint64_t seed = 300;
+  for (AttnCase c : {make_case("causal_no_ctx", 2, 5, 0, Ctx::PerPosition, {5, 5}, causal_map),
+                     make_case("padding_no_ctx", 2, 5, 0, Ctx::PerPosition, {3, 5}, causal_map),
+                     make_case("atm_map_no_ctx", 2, 6, 0, Ctx::PerPosition, {6, 6}, atm_map)}) {
+    SCOPED_TRACE(c.name);
+    AttnInputs in = random_inputs(c, seed += 10);
+    // The reference's self branch, with the blend left out.
+    const AttnOut ref = ref_attention(c, in);
+    const DType dt = DType::F64;
+    auto forward_o = [&](bool alias) {
+      AttnTensors t = upload_case(*be, dt, c, in);
+      Tensor o = be->alloc(dt, c.n(), c.qw()), ls = be->alloc(dt, c.n(), c.dims.heads);
+      Tensor os = alias ? o : be->alloc(dt, c.n(), c.qw());
+      be->attention_fwd(c.dims, t.q, t.k, t.v, {}, {}, Tensor{}, t.index, o, os, Tensor{}, ls,
+                        Tensor{});
+      EXPECT_TRUE(bit_identical(read(*be, o), read(*be, os)));
+      return std::pair{read(*be, o), read(*be, ls)};
+    };
+    const auto [o, ls] = forward_o(false);
+    expect_close(o, ref.os, 1e-14, "o = o_self");
+    expect_close(ls, ref.ls, 1e-14, "lse_self");
+    EXPECT_TRUE(bit_identical(forward_o(true).first, o));
+
+    const auto r = random_vector(c.n() * c.qw(), seed + 5);
+    auto loss = [&] { return weighted_sum(forward_o(false).first, r); };
+    AttnTensors t = upload_case(*be, dt, c, in);
+    Tensor of = be->alloc(dt, c.n(), c.qw()), lsf = be->alloc(dt, c.n(), c.dims.heads);
+    be->attention_fwd(c.dims, t.q, t.k, t.v, {}, {}, Tensor{}, t.index, of, of, Tensor{}, lsf,
+                      Tensor{});
+    Tensor dq = be->alloc(dt, c.n(), c.qw()), dk = be->alloc(dt, c.n(), c.kw()),
+           dv = be->alloc(dt, c.n(), c.kw());
+    for (const Tensor* g : {&dq, &dk, &dv}) be->fill(*g, std::nan(""));  // written, not added
+    be->attention_bwd(c.dims, t.q, t.k, t.v, {}, {}, Tensor{}, t.index, of, Tensor{}, lsf,
+                      Tensor{}, upload(*be, dt, c.n(), c.qw(), r), dq, dk, dv, {}, {}, Tensor{});
+    const std::string op = "attention (no context)";
+    expect_grad(op, c.name + " dq", check_gradient(in.q, loss, read(*be, dq)));
+    expect_grad(op, c.name + " dk", check_gradient(in.k, loss, read(*be, dk)));
+    expect_grad(op, c.name + " dv", check_gradient(in.v, loss, read(*be, dv)));
+  }
+}
+
 // Runs forward on a case expecting an Error whose message contains `what`.
 void expect_rejected(const AttnCase& c, const std::string& what) {
   auto be = make_cpu_backend();
@@ -489,8 +539,9 @@ TEST(Attention, RejectsBadShapes) {
   EXPECT_THROW(be->attention_fwd(c.dims, t.q, t.k, t.v, t.ck, one_v, t.phi, t.index, f.o, f.os,
                                  f.oc, f.ls, f.lc),
                Error);
-  EXPECT_THROW(be->attention_fwd(c.dims, t.q, t.k, t.v, {}, {}, t.phi, t.index, f.o, f.os, f.oc,
-                                 f.ls, f.lc),
+  // Context summaries need φ (without any, φ is not read: the no-context test).
+  EXPECT_THROW(be->attention_fwd(c.dims, t.q, t.k, t.v, t.ck, t.cv, Tensor{}, t.index, f.o, f.os,
+                                 f.oc, f.ls, f.lc),
                Error);
   EXPECT_THROW(be->attention_fwd(c.dims, t.q, t.k, t.v, t.ck, t.cv, t.phi, t.index, f.o, f.os,
                                  f.oc, be->alloc(DType::F64, c.n(), 2), f.lc),

@@ -1,4 +1,5 @@
-// wrmsnorm_fwd / wrmsnorm_bwd: y = γ ⊙ (x + δ) / sqrt(mean((x + δ)²) + eps).
+// wrmsnorm_fwd / wrmsnorm_bwd: y = γ ⊙ (x + δ) / sqrt(mean((x + δ)²) + eps),
+// and plain RMSNorm (δ undefined, Wiola 13M).
 #include "op_test_util.hpp"
 
 namespace wiola::test {
@@ -138,6 +139,52 @@ TEST(WRMSNorm, DeterministicAcrossThreadCounts) {
       });
     EXPECT_TRUE(bit_identical(res[0], res[1]));
   }
+}
+
+// An undefined δ is plain RMSNorm: the forward against the reference with
+// δ = 0, bit-identical to a zero δ, and the backward against finite
+// differences, with nothing else written.
+TEST(WRMSNorm, WithoutDeltaIsPlainRmsNorm) {
+  auto be = make_cpu_backend();
+  const std::int64_t n = 7, d = 10;
+  auto x = random_vector(n * d, 31, -2, 2), g = random_vector(d, 32, 0.5, 1.5);
+  const std::vector<double> zero_delta(d, 0.0);
+  const auto r = random_vector(n * d, 33);
+  for (DType dt : {DType::F64, DType::F32}) {
+    Tensor X = upload(*be, dt, n, d, x), G = upload(*be, dt, 1, d, g);
+    Tensor y = be->alloc(dt, n, d), rs = be->alloc(dt, n, 1);
+    be->wrmsnorm_fwd(X, G, Tensor{}, kEps, y, rs);
+    const NormRef ref = ref_norm(x, g, zero_delta, n, d, kEps);
+    const double tol = dt == DType::F64 ? 1e-14 : 2e-6;
+    expect_close(read(*be, y), ref.y, tol, "rmsnorm y");
+    expect_close(read(*be, rs), ref.rstd, tol, "rmsnorm rstd");
+    // The same bits as an explicit zero shift, forward and backward.
+    Tensor y0 = be->alloc(dt, n, d), rs0 = be->alloc(dt, n, 1);
+    be->wrmsnorm_fwd(X, G, upload(*be, dt, 1, d, zero_delta), kEps, y0, rs0);
+    EXPECT_TRUE(bit_identical(read(*be, y), read(*be, y0)));
+    Tensor dX = be->alloc(dt, n, d), dG = be->alloc(dt, 1, d);
+    Tensor dX0 = be->alloc(dt, n, d), dG0 = be->alloc(dt, 1, d), dD0 = be->alloc(dt, 1, d);
+    be->wrmsnorm_bwd(X, G, Tensor{}, rs, upload(*be, dt, n, d, r), dX, false, dG, Tensor{});
+    be->wrmsnorm_bwd(X, G, upload(*be, dt, 1, d, zero_delta), rs0, upload(*be, dt, n, d, r), dX0,
+                     false, dG0, dD0);
+    EXPECT_TRUE(bit_identical(read(*be, dX), read(*be, dX0)));
+    EXPECT_TRUE(bit_identical(read(*be, dG), read(*be, dG0)));
+  }
+  auto loss = [&] {
+    Tensor y = be->alloc(DType::F64, n, d), rs = be->alloc(DType::F64, n, 1);
+    be->wrmsnorm_fwd(upload(*be, DType::F64, n, d, x), upload(*be, DType::F64, 1, d, g),
+                     Tensor{}, kEps, y, rs);
+    return weighted_sum(read(*be, y), r);
+  };
+  Tensor X = upload(*be, DType::F64, n, d, x), G = upload(*be, DType::F64, 1, d, g);
+  Tensor y = be->alloc(DType::F64, n, d), rs = be->alloc(DType::F64, n, 1);
+  be->wrmsnorm_fwd(X, G, Tensor{}, kEps, y, rs);
+  Tensor dX = be->alloc(DType::F64, n, d), dG = be->alloc(DType::F64, 1, d);
+  be->wrmsnorm_bwd(X, G, Tensor{}, rs, upload(*be, DType::F64, n, d, r), dX, false, dG, Tensor{});
+  expect_grad("rmsnorm", "dx", check_gradient(x, loss, read(*be, dX)));
+  expect_grad("rmsnorm", "dgamma", check_gradient(g, loss, read(*be, dG)));
+  // δ and its gradient go together.
+  EXPECT_THROW(be->wrmsnorm_bwd(X, G, Tensor{}, rs, dX, dX, false, dG, dG), Error);
 }
 
 TEST(WRMSNorm, ShapeErrors) {

@@ -144,6 +144,18 @@ TEST(partitionCost, Components) {
   EXPECT_EQ(first.in_flight, 4);
   EXPECT_EQ(last.in_flight, 1);
   EXPECT_DOUBLE_EQ(mid.activation_bytes, mid.activation_bytes_per_token * c.T * 3);
+  // With 2 micro-batches per step, never more than exist: min(P - s, m).
+  CostModel two = m;
+  two.microbatches = 2;
+  EXPECT_EQ(stage_cost(c, {0, 1, true, false}, 0, 4, two).in_flight, 2);
+  EXPECT_EQ(stage_cost(c, {27, 28, false, true}, 3, 4, two).in_flight, 1);
+  // GPipe holds every micro-batch on every stage.
+  CostModel gpipe = m;
+  gpipe.microbatches = 8;
+  gpipe.hold_all_microbatches = true;
+  EXPECT_EQ(stage_cost(c, {27, 28, false, true}, 3, 4, gpipe).in_flight, 8);
+  EXPECT_NE(describe_partition(c, parse_stage_layers("7,7,7,7", c, 4), gpipe).find("GPipe"),
+            std::string::npos);
   EXPECT_GT(activation_elements_per_token_per_layer(c), 10.0 * c.d);
   // Memory-bound parts stay small next to a layer.
   EXPECT_LT(embedding_cost_per_token(c, m), 0.05 * 3 * layer_forward_flops_per_token(c, 1));

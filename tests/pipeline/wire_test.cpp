@@ -67,5 +67,30 @@ TEST(pipelineWire, TagsOfEveryPartDiffer) {
     for (std::size_t j = i + 1; j < tags.size(); ++j) EXPECT_NE(tags[i], tags[j]);
 }
 
+// Wiola 13M's boundary carries the activation alone, and the header says which
+// family a message is: a main-family receiver of the same shape refuses it.
+TEST(pipelineWire, Wiola13mCarriesTheActivationAloneAndSaysSo) {
+  const BoundaryShape b13 = boundary_shape(2, 4, 8, DType::F32, 0, SummaryMode::Causal,
+                                           Arch::Wiola13m);
+  EXPECT_EQ(b13.rows, (std::vector<std::int64_t>{8}));
+  const auto msg = encode_header(WireKind::Activation, 1, 0, b13);
+  EXPECT_EQ(refusal(WireKind::Activation, 1, 0, b13, msg), "");
+  WireHeader h;
+  std::memcpy(&h, msg.data(), sizeof h);
+  EXPECT_EQ(h.arch, 1);
+  const BoundaryShape main0 = boundary_shape(2, 4, 8, DType::F32, 0, SummaryMode::Causal);
+  EXPECT_EQ(main0.rows, b13.rows);
+  EXPECT_NE(refusal(WireKind::Activation, 1, 0, main0, msg)
+                .find("is of wiola13m: the activation alone, where this stage expects wiola"),
+            std::string::npos);
+  const auto main_msg = encode_header(WireKind::Activation, 1, 0, main0);
+  EXPECT_NE(refusal(WireKind::Activation, 1, 0, b13, main_msg).find("expects wiola13m"),
+            std::string::npos);
+  // The main family's header keeps 0 where the field was reserved.
+  std::memcpy(&h, encode_header(WireKind::Activation, 1, 0, main0).data(), sizeof h);
+  EXPECT_EQ(h.arch, 0);
+  EXPECT_THROW(boundary_shape(2, 4, 8, DType::F32, 1, SummaryMode::Causal, Arch::Wiola13m), Error);
+}
+
 }  // namespace
 }  // namespace wiola

@@ -14,8 +14,12 @@
 namespace wiola {
 namespace {
 
-TEST(Dump, MatchesTheInProcessModel) {
-  ModelConfig c = preset("wiola-tiny");
+// Both families: the main one (ATM merging in training mode) and Wiola 13M,
+// whose weights file says arch = "wiola13m".
+class Dump : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Dump, MatchesTheInProcessModel) {
+  ModelConfig c = preset(GetParam());
   c.V = 40;
   c.atm = AtmMode::Causal;
   c.tau = 0.0;  // merges happen in training mode
@@ -25,11 +29,18 @@ TEST(Dump, MatchesTheInProcessModel) {
   m.params().init(3);
 
   const std::string dir = ::testing::TempDir();
-  const std::string weights = dir + "dump_w.h5", tokens = dir + "dump_t.h5", out = dir + "dump_o.h5";
+  const std::string tag = std::string(arch_name(c.arch));
+  const std::string weights = dir + "dump_w_" + tag + ".h5", tokens = dir + "dump_t_" + tag + ".h5",
+                    out = dir + "dump_o_" + tag + ".h5";
   std::vector<NamedArray> arrays;
   for (const ParamSpec& p : m.params().layout().entries())
     arrays.push_back({p.name, p.rows, p.cols, m.params().get(p.name)});
   write_weights_file(weights, c, arrays, DType::F64);
+  {
+    const h5::File w = h5::File::open_read(weights);
+    ASSERT_TRUE(w.has_attr("arch"));
+    EXPECT_EQ(w.read_attr_string("arch"), tag);
+  }
 
   const int B = 2, T = 10;
   std::mt19937 gen(5);
@@ -79,6 +90,8 @@ TEST(Dump, MatchesTheInProcessModel) {
     for (std::size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], ref[i], 1e-12) << p.name;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(BothFamilies, Dump, ::testing::Values("wiola-tiny", "wiola13m-tiny"));
 
 }  // namespace
 }  // namespace wiola

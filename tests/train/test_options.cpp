@@ -87,6 +87,25 @@ TEST(Options, RecordedConfigurationReadsBack) {
   EXPECT_EQ(to_ini(back), to_ini(o));
 }
 
+TEST(Options, ArchitectureSwitchOnAPresetAndThroughTheRecordedConfiguration) {
+  const TrainOptions o = parse({"--preset", "wiola-mini", "--arch", "wiola13m", "--dff", "200",
+                                "--alpha", "0.5", "--gate", "post"});
+  EXPECT_EQ(o.model.arch, Arch::Wiola13m);
+  EXPECT_EQ(o.model.d, 64);
+  EXPECT_EQ(o.model.dff, 200);
+  EXPECT_EQ(o.model.gate, GateSource::Post);
+  EXPECT_DOUBLE_EQ(o.model.alpha, 0.5);
+  const TrainOptions back = options_from_ini(to_ini(o));
+  EXPECT_EQ(back.model.arch, Arch::Wiola13m);
+  EXPECT_EQ(model_differences(o.model, back.model, FieldSet::All), "");
+  EXPECT_EQ(to_ini(back), to_ini(o));
+  // The family's preset, and the main family by default.
+  EXPECT_EQ(parse({"--preset", "wiola-13m"}).model.arch, Arch::Wiola13m);
+  EXPECT_EQ(parse({}).model.arch, Arch::Wiola);
+  EXPECT_THROW(parse({"--arch", "wiola7"}), Error);
+  EXPECT_THROW(parse({"--gate", "middle"}), Error);
+}
+
 TEST(Options, ConfigFileDialect) {
   const std::string path = ::testing::TempDir() + "wiola_options_dialect.ini";
   auto write = [&](const std::string& text) {
@@ -137,6 +156,60 @@ TEST(Options, CrossFieldErrorsNameTheFlags) {
   EXPECT_NE(error({"--steps", "1", "--schedule", "zigzag"}).find("--schedule"), std::string::npos);
   EXPECT_NE(error({"--steps", "1", "--dtype", "fp16"}).find("fp16"), std::string::npos);
   EXPECT_NE(error({"--steps", "1", "--min-lr", "1"}).find("--min-lr"), std::string::npos);
+}
+
+// Every numeric option has a range; NaN and infinity are refused by name, and
+// the message leads with the option the user got wrong (not one derived from it).
+TEST(Options, EveryNumericOptionIsRangeChecked) {
+  auto error = [](std::vector<std::string> args) -> std::string {
+    if (args[0] != "--steps") args.insert(args.end(), {"--steps", "1"});
+    try {
+      parse(args).validate();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  const char* reals[] = {"theta0", "k-s", "a-s", "f-s", "tau", "norm-eps", "init-std",
+                         "val-fraction", "lr", "min-lr", "warmup-frac", "weight-decay",
+                         "beta1", "beta2", "adam-eps", "clip", "save-minutes", "comm-timeout"};
+  for (const char* flag : reals)
+    for (const char* bad : {"nan", "inf", "-inf"}) {
+      const std::string msg = error({std::string("--") + flag, bad});
+      EXPECT_EQ(msg.rfind(std::string("--") + flag + " " + bad + " is not a finite number", 0), 0u)
+          << flag << " " << bad << ": " << msg;
+    }
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--lr", "1e30"}, "--lr 1e+30 must be in [0, 1]"},
+      {{"--lr", "-1"}, "--lr -1 must be in [0, 1]"},
+      {{"--lr", "0.001", "--min-lr", "0.01"}, "--min-lr 0.01 must be in [0, 0.001]"},
+      {{"--tau", "1.5"}, "--tau 1.5 must be in [-1, 1]"},
+      {{"--a-s", "1"}, "--a-s 1 must be in (-1, 1)"},
+      {{"--theta0", "1"}, "--theta0 1 must be in (1, "},
+      {{"--threads", "-1"}, "--threads -1 must be in [0, 4096]"},
+      {{"--comm-timeout", "-5"}, "--comm-timeout -5 must be in [0, 604800]"},
+      {{"--micro-batch", "0"}, "--micro-batch 0 must be >= 1"},
+      {{"--global-batch", "-4"}, "--global-batch -4 must be >= 1"},
+      {{"--steps", "-5"}, "--steps -5 must be >= 0"},
+      {{"--prefetch", "-1"}, "--prefetch -1 must be in [0, 1024]"},
+      {{"--beta2", "1"}, "--beta2 1 must be in [0, 1)"},
+      {{"--adam-eps", "0"}, "--adam-eps 0 must be in (0, 1]"},
+      {{"--weight-decay", "-0.1"}, "--weight-decay -0.1 must be in [0, 1]"},
+      {{"--keep", "-1"}, "--keep -1 must be >= 0"},
+      {{"--save-interval", "-1"}, "--save-interval -1 must be >= 0"},
+      {{"--log-interval", "0"}, "--log-interval 0 must be >= 1"},
+      {{"--eval-batches", "0"}, "--eval-batches 0 must be >= 1"},
+      {{"--max-nonfinite-steps", "0"}, "--max-nonfinite-steps 0 must be in [1, "},
+      {{"--zero", "3"}, "--zero 3 must be in [0, 2]"},
+      {{"--pp", "0"}, "--pp 0 must be >= 1"},
+      {{"--layers", "0"}, "--layers 0 must be >= 1"},
+      {{"--lambda", "9"}, "--lambda 9 must be in [1, 8]"},
+      {{"--val-fraction", "1"}, "--val-fraction 1 must be in [0, 1)"},
+  };
+  for (const auto& [args, want] : cases) {
+    const std::string msg = error(args);
+    EXPECT_EQ(msg.rfind(want, 0), 0u) << args[0] << " " << args[1] << ": " << msg;
+  }
 }
 
 TEST(Options, HelpListsTheGroups) {

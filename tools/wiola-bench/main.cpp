@@ -32,6 +32,7 @@
 #include "core/error.hpp"
 #include "core/model_options.hpp"
 #include "core/text.hpp"
+#include "core/version.hpp"
 #include "io/data_config.hpp"
 #include "io/token_dataset.hpp"
 #include "model/flops.hpp"
@@ -90,14 +91,13 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
                 const std::string& host) {
   std::string preset_name = "wiola-small";
   int micro_batch = 8, steps = 12, threads = 0, split_steps = 2;
-  po::options_description d("wiola-bench model");
+  po::options_description d("wiola-bench model options");
   d.add_options()
       ("help,h", "print this help")
-      ("preset", po::value(&preset_name)->default_value(preset_name), "model preset")
-      ("micro-batch", po::value(&micro_batch)->default_value(micro_batch), "sequences per step")
-      ("steps", po::value(&steps)->default_value(steps), "training steps (the first is not timed)")
-      ("threads", po::value(&threads)->default_value(threads),
-       "CPU threads for OpenMP and BLAS (0: the libraries' defaults)")
+      ("preset", po::value(&preset_name)->default_value(preset_name), "model preset, trained on the embedded data in one process")
+      ("micro-batch", po::value(&micro_batch)->default_value(micro_batch), "sequences per step (one micro-batch per step)")
+      ("steps", po::value(&steps)->default_value(steps), "training steps; the first is not timed")
+      ("threads", po::value(&threads)->default_value(threads), "OpenMP/BLAS threads (0: library default)")
       ("split-steps", po::value(&split_steps)->default_value(split_steps),
        "steps of the timed pass per op family (0: none)");
   po::options_description model_fields("model (override the preset)");
@@ -106,7 +106,10 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, d), vm);
   if (vm.count("help")) {
-    std::printf("%s\n", (std::ostringstream() << d).str().c_str());
+    std::cout << "usage: wiola-bench model [options]\n\nTraining tokens/s and GFLOP/s of one process "
+                 "beside a plain sgemm measured in the same run, then the time per op family of "
+                 "a training step.\n\n"
+              << d << "\n";
     return 0;
   }
   po::notify(vm);
@@ -176,6 +179,22 @@ namespace wiola::bench {
 int bench_layers(int argc, const char* const* argv);
 }
 
+namespace {
+
+const char* const kUsage =
+    "usage: wiola-bench <mode> [options]\n"
+    "modes:\n"
+    "  model    one process trains a preset on the embedded data: tokens/s and GFLOP/s\n"
+    "           beside a plain sgemm measured in the same run\n"
+    "  layers   a model cut to a few full-width layers on one device: tokens/s, MFU,\n"
+    "           peak memory and the time per op family\n"
+    "  losses   trains as wiola-train would (its options; mpirun for several ranks) and\n"
+    "           prints every step's loss with 9 significant digits\n"
+    "Run 'wiola-bench <mode> --help' for the options of a mode; --version prints the version.\n"
+    "Pipeline throughput and bubbles per layout: wiola-profile --sweep.\n";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   comm::MpiRuntime mpi(&argc, &argv);
   register_device_backends();
@@ -184,9 +203,14 @@ int main(int argc, char** argv) {
     if (mode == "model") return bench_model(argc - 1, argv + 1, mpi.world(), mpi.host());
     if (mode == "layers") return bench::bench_layers(argc - 1, argv + 1);
     if (mode == "losses") return bench_losses(argc - 1, argv + 1, mpi.world(), mpi.host());
-    std::cerr << "usage: wiola-bench model|layers|losses [options] (see the comment in "
-                 "tools/wiola-bench/main.cpp; --help after the mode lists them)\n";
-    return 2;
+    if (mode == "--version") {
+      if (mpi.world().rank() == 0) print_version(std::cout, "wiola-bench");
+      return 0;
+    }
+    const bool asked = mode == "--help" || mode == "-h" || mode == "help";
+    if (mpi.world().rank() == 0) (asked ? std::cout : std::cerr) << kUsage;
+    if (!asked && !mode.empty()) std::cerr << "wiola-bench: unknown mode '" << mode << "'\n";
+    return asked ? 0 : 2;
   } catch (const std::exception& e) {
     std::cerr << "wiola-bench: " << e.what() << "\n";
     if (mpi.world().size() > 1) mpi.world().abort(e.what(), 3);

@@ -62,11 +62,17 @@ void inspect_file(const std::string& path, const std::string& tokenizer_file, in
 
   std::unique_ptr<Tokenizer> tok;
   std::string tok_note;
-  try {
+  if (!tokenizer_file.empty()) {
+    // The tokenizer the user named is used or the command fails: never ignored.
     tok = tokenizer_for(f, h, tokenizer_file);
-    tok_note = h.tokenizer == "byte" ? "built in" : !tokenizer_file.empty() ? tokenizer_file : "embedded in the file";
-  } catch (const Error& e) {
-    tok_note = std::string("cannot decode: ") + e.what();
+    tok_note = tokenizer_file;
+  } else {
+    try {
+      tok = tokenizer_for(f, h, tokenizer_file);
+      tok_note = h.tokenizer == "byte" ? "built in" : "embedded in the file";
+    } catch (const Error& e) {
+      tok_note = std::string("cannot decode: ") + e.what();
+    }
   }
   std::cout << "  tokenizer: " << h.tokenizer << " (hash " << h.tokenizer_hash << "), " << tok_note
             << "\n";
@@ -156,6 +162,8 @@ int inspect(const Args& args) {
   po::variables_map vm;
   if (!parse("inspect", opts, pos, args, vm)) return 0;
   require(!files.empty(), "inspect: no files given (usage: wiola-data inspect FILE...)");
+  // A tokenizer file that cannot be read or parsed is refused before any output.
+  if (!tokenizer_file.empty()) load_tokenizer_file(tokenizer_file);
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (i) std::cout << "\n";
     inspect_file(files[i], tokenizer_file, sample);

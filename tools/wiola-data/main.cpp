@@ -3,6 +3,8 @@
 
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
+#include "core/version.hpp"
 
 namespace {
 
@@ -15,7 +17,7 @@ const char* const kUsage =
     "  inspect FILE...                        attributes, counts, id histogram, decoded text\n"
     "  build-embedded --out DIR               the embedded fortunes dataset (run by the build)\n"
     "  bench                                  encode and reader throughput figures\n"
-    "Run 'wiola-data <command> --help' for the options of a command.\n";
+    "Run 'wiola-data <command> --help' for the options of a command; --version prints the version.\n";
 
 }  // namespace
 
@@ -33,6 +35,10 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
+    if (command == "--version") {
+      wiola::print_version(std::cout, "wiola-data");
+      return 0;
+    }
     if (command == "train-tokenizer") return d::train_tokenizer(rest);
     if (command == "encode") return d::encode(rest);
     if (command == "import") return d::import_tokens(rest);
@@ -43,7 +49,7 @@ int main(int argc, char** argv) {
                 "' (expected train-tokenizer, encode, import, inspect, build-embedded or bench; "
                 "see --help)");
   } catch (const std::exception& e) {
-    std::cerr << "wiola-data: " << e.what() << "\n";
+    std::cerr << "wiola-data: " << wiola::printable_lines(e.what()) << "\n";
     return 1;
   }
 }

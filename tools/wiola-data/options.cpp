@@ -27,7 +27,7 @@ void TextArgs::add_to(po::options_description& opts) {
       ("input", po::value(&inputs)->multitoken(), "input files (positional)")
       ("format", po::value(&format)->default_value("auto"), "text | jsonl | auto (by extension: .jsonl/.json/.ndjson are JSON lines)")
       ("field", po::value(&field)->default_value("text"), "JSON lines: the string field holding the text")
-      ("split", po::value(&split)->default_value("file"), "text: documents are a whole file | each line | paragraphs (blank lines) | separator lines")
+      ("split", po::value(&split)->default_value("file"), "text: how documents are cut: file (a whole file) | line (each line) | paragraph (separated by blank lines) | separator (by lines equal to --separator)")
       ("separator", po::value(&separator), "with --split separator: the line that separates documents (e.g. %)")
       ("threads", po::value(&threads)->default_value(0), "worker threads (0: all hardware threads)")
       ("skip-invalid", po::bool_switch(&skip_invalid), "skip and count bad documents (invalid UTF-8 or JSON, missing field) instead of stopping")
@@ -52,7 +52,7 @@ TextInputOptions TextArgs::resolve() const {
           "--split separator needs --separator STRING");
   require(separator.empty() || o.split == TextSplit::Separator,
           "--separator is only used with --split separator");
-  require(o.format == TextFormat::Text || split == "file",
+  require(o.format == TextFormat::Text || o.split == TextSplit::File,
           "--split applies to text input; JSON lines hold one document per line");
   require(threads >= 0, "--threads must be >= 0");
   return o;

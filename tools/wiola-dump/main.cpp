@@ -9,6 +9,8 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
+#include "core/version.hpp"
 #include "io/h5.hpp"
 #include "io/weights_file.hpp"
 #include "core/param_names.hpp"
@@ -24,6 +26,7 @@ int run(int argc, char** argv) {
   bool train = false;
   po::options_description opts("wiola-dump options");
   opts.add_options()("help,h", "print this help")
+      ("version", "print the version and exit")
       ("weights", po::value(&weights)->required(), "weights file (wiola-train --export-weights format)")
       ("tokens", po::value(&tokens)->required(), "HDF5 file with dataset `tokens` [B, T+1]")
       ("out", po::value(&out)->required(), "output HDF5 file")
@@ -32,6 +35,10 @@ int run(int argc, char** argv) {
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
+    if (vm.count("version")) {
+      print_version(std::cout, "wiola-dump");
+      return 0;
+    }
     if (vm.count("help")) {
       std::cout << "Usage: wiola-dump --weights W.h5 --tokens TOK.h5 --out OUT.h5 [--dtype fp32|fp64] [--train]\n"
                 << opts << "\n";
@@ -111,7 +118,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "wiola-dump: " << e.what() << "\n";
+    std::cerr << "wiola-dump: " << wiola::printable_lines(e.what()) << "\n";
     return 2;
   }
 }

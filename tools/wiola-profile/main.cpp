@@ -14,6 +14,7 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "pipeline/wire.hpp"
 #include "profile/profile_run.hpp"
 #include "train/options.hpp"
@@ -53,7 +54,8 @@ int run_projection(const ToolOptions& t, bool rank0) {
 // The run's largest boundary message, for the link probe (at least 64 KiB).
 std::size_t probe_bytes(const TrainOptions& o) {
   const BoundaryShape s = boundary_shape(o.micro_batch, o.model.T, o.model.d, o.dtype,
-                                         o.model.Lambda - 1, o.model.summary);
+                                         max_boundary_carry(o.model), o.model.summary,
+                                         o.model.arch);
   return std::max<std::size_t>(s.payload_bytes(), 64 * 1024);
 }
 
@@ -134,6 +136,10 @@ int main(int argc, char** argv) {
       t = parse_tool_options(argc, argv);
     } catch (const Error& e) {
       throw CollectiveError(e.what());
+    }
+    if (t.version) {
+      if (rank0) print_version(std::cout, "wiola-profile");
+      return 0;
     }
     if (t.help) {
       if (rank0) {

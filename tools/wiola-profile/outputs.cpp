@@ -1,10 +1,12 @@
 #include "wiola-profile/outputs.hpp"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "core/error.hpp"
 #include "profile/trace.hpp"
 #include "wiola-profile/files.hpp"
+#include "wiola-profile/picture.hpp"
 #include "wiola-profile/report.hpp"
 
 namespace wiola::profile {
@@ -44,6 +46,12 @@ std::vector<std::string> write_profile_outputs(const std::string& dir, const Pro
                          "ranks' clocks are offset to rank 0's by ping-pong"}};
     paths.push_back(prepare(dir, "trace.json"));
     write_text_file(paths.back(), t.to_json(other).dump() + "\n");
+    // Its picture beside it: per-rank action bars of the first measured steps.
+    const Picture pic = draw_timeline(paths.back(), prepare(dir, "timeline.png"));
+    if (pic.written)
+      paths.push_back(pic.path);
+    else
+      std::fprintf(stderr, "wiola-profile: no timeline.png: %s\n", pic.why.c_str());
   }
   return paths;
 }

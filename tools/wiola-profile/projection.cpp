@@ -18,7 +18,8 @@ namespace wiola::profile {
 namespace {
 
 bool same_model(const ModelConfig& a, const ModelConfig& b) {
-  return a.d == b.d && a.L == b.L && a.H == b.H && a.Hkv == b.Hkv && a.dA == b.dA &&
+  return a.arch == b.arch && a.dff == b.dff && a.d == b.d && a.L == b.L && a.H == b.H &&
+         a.Hkv == b.Hkv && a.dA == b.dA &&
          a.dB == b.dB && a.V == b.V && a.T == b.T && a.Lambda == b.Lambda && a.summary == b.summary;
 }
 
@@ -92,6 +93,7 @@ void read_run(const SpecValues& in, const MeasuredProfile* prof, ProjectionSpec&
   spec.grad_bytes = in.number("run.grad_bytes", 4);
   spec.param_bytes = in.number("run.param_bytes", 4);
   spec.train_tokens = in.text("run.train_tokens", "");
+  spec.overlap_comm = in.integer("run.overlap_comm", 1) != 0;
   L.dtype = DType::F32;  // message sizes are scaled by activation_bytes / 4
   if (in.has("run.stage_layers"))
     L.stages = parse_stage_layers(in.text("run.stage_layers", ""), c, L.pp);
@@ -279,6 +281,7 @@ SimInput simulator_input(const ProjectionSpec& spec) {
   in.dp = L.dp;
   in.microbatches = L.microbatches;
   in.zero = L.zero;
+  in.overlap_comm = spec.overlap_comm;
   in.cluster = spec.cluster;
   const double scale =
       spec.times_micro_batch > 0 ? double(L.micro_batch) / spec.times_micro_batch : 1.0;
@@ -287,6 +290,7 @@ SimInput simulator_input(const ProjectionSpec& spec) {
     const StageSpec& sp = L.stages[std::size_t(s)];
     const double params = double(L.stage_params(s));
     SimStage st;
+    st.buckets = std::max(1, sp.num_layers());
     switch (spec.source) {
       case TimeSource::Stages:
         st.forward_s = spec.stage_forward_s[std::size_t(s)] * scale;

@@ -36,6 +36,10 @@ struct ProjectionSpec {
   double grad_bytes = 4;          // per gradient element in the data-parallel reduction
   double param_bytes = 4;         // per parameter in the ZeRO all-gather
   std::string train_tokens;       // "", a number, or "chinchilla"
+  // The data-parallel collectives overlap compute (a device transport with
+  // its own stream, as NCCL): ZeRO-2's bucket reduce-scatters the last
+  // backward, the parameter gather the next step's first forwards.
+  bool overlap_comm = true;
 
   TimeSource source = TimeSource::Flops;
   std::string source_text;

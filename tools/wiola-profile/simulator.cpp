@@ -191,14 +191,37 @@ SimResult simulate(const SimInput& in) {
     for (int i = 0; i < D; ++i) g.push_back(s * D + i);
     return g;
   };
+  // Compute intervals of a rank's first Forward and last Backward (after their waits).
+  auto first_forward_end = [&](int r) {
+    for (const TimedAction& a : ranks[std::size_t(r)].rec.actions)
+      if (a.kind == EventKind::Forward) return a.end;
+    return 0.0;
+  };
+  auto last_backward_begin = [&](int r) {
+    double b = 0;
+    for (const TimedAction& a : ranks[std::size_t(r)].rec.actions)
+      if (a.kind == EventKind::Backward) b = a.begin + a.waited;
+    return b;
+  };
   for (int s = 0; s < P && D > 1; ++s) {
     const std::vector<int> g = data_group(s);
-    double start = 0;
-    for (int r : g) start = std::max(start, t[std::size_t(r)]);
+    double start = 0, bwd_begin = 0;
+    for (int r : g) {
+      start = std::max(start, t[std::size_t(r)]);
+      bwd_begin = std::max(bwd_begin, last_backward_begin(r));
+    }
     const Link link = in.cluster.ring_link(g);
-    const double bytes = in.stages[std::size_t(s)].grad_bytes;
-    const double done = start + (in.zero == 0 ? ring_allreduce_s(bytes, D, link)
-                                              : ring_reduce_scatter_s(bytes, D, link));
+    const SimStage& cost = in.stages[std::size_t(s)];
+    const double reduce = in.zero == 0 ? ring_allreduce_s(cost.grad_bytes, D, link)
+                                       : ring_reduce_scatter_s(cost.grad_bytes, D, link);
+    double done = start + reduce;
+    if (in.zero == 2 && in.overlap_comm) {
+      // Each layer's bucket is reduced as soon as the last backward finishes
+      // it: the reductions stream behind the backward, and only the last
+      // bucket's (and whatever the backward could not hide) remains.
+      const double per_bucket = reduce / std::max(1, cost.buckets);
+      done = std::max(start + per_bucket, bwd_begin + reduce);
+    }
     for (int r : g) t[std::size_t(r)] = done;
   }
   std::vector<double> rg_end = t;
@@ -218,10 +241,18 @@ SimResult simulate(const SimInput& in) {
   }
   for (int s = 0; s < P && D > 1 && in.zero >= 1; ++s) {
     const std::vector<int> g = data_group(s);
-    double start = 0;
-    for (int r : g) start = std::max(start, t[std::size_t(r)]);
-    const double done =
-        start + ring_allgather_s(in.stages[std::size_t(s)].param_bytes, D, in.cluster.ring_link(g));
+    double start = 0, hide = 1e300;
+    for (int r : g) {
+      start = std::max(start, t[std::size_t(r)]);
+      hide = std::min(hide, first_forward_end(r));
+    }
+    double gather =
+        ring_allgather_s(in.stages[std::size_t(s)].param_bytes, D, in.cluster.ring_link(g));
+    // Overlapped, the gather runs into the next step until each layer's first
+    // forward needs it: the next step's wait for its input and first forward
+    // hide that much of it (one step stands for every step).
+    if (in.overlap_comm) gather = std::max(0.0, gather - hide);
+    const double done = start + gather;
     for (int r : g) t[std::size_t(r)] = done;
   }
 

@@ -38,11 +38,17 @@ struct SimStage {
   double embed_bytes = 0;                // tied-embedding gradient (first and last stage)
   double optimizer_s = 0;                // norm, clip and AdamW over the whole stage
   double other_s = 0;                    // per step, outside the executor
+  int buckets = 1;                       // gradient buckets (one per layer) for ZeRO-2's overlap
 };
 
 struct SimInput {
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
   int pp = 1, dp = 1, microbatches = 1, zero = 0;
+  // Data-parallel collectives overlap compute (a device transport on its own
+  // stream): ZeRO-2's per-layer reduce-scatters run during the stage's last
+  // backward, and ZeRO >= 1's parameter gathers during the next step's wait
+  // for its first input and its first forward.
+  bool overlap_comm = false;
   Cluster cluster;
   std::vector<SimStage> stages;  // index = stage
 };

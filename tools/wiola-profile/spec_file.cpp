@@ -43,6 +43,7 @@ po::options_description make_spec_keys() {
       ("run.grad_bytes", po::value<double>(), "bytes per reduced gradient element")
       ("run.param_bytes", po::value<double>(), "bytes per gathered parameter")
       ("run.train_tokens", po::value<std::string>(), "a number or chinchilla")
+      ("run.overlap_comm", po::value<int>(), "1: data-parallel collectives overlap compute (a device transport such as NCCL), 0: they do not (MPI on CPUs)")
       ("times.profile", po::value<std::string>(), "a profile.json to take times from")
       ("times.micro_batch", po::value<int>(), "micro-batch size the given times are for")
       ("times.stage_forward", po::value<Numbers>(), "per stage, seconds")
@@ -149,6 +150,7 @@ po::variables_map spec_from_profile(const MeasuredProfile& p, const std::string&
   put_spec_default(vm, "run.micro_batch", l.micro_batch);
   put_spec_default(vm, "run.global_batch", l.global_batch);
   put_spec_default(vm, "run.zero", l.zero);
+  put_spec_default(vm, "run.overlap_comm", 0);  // a measured run's transport: MPI, no overlap
   put_spec_default(vm, "run.schedule", std::string(pipeline::schedule_kind_name(l.schedule)));
   const double element = double(dtype_size(l.dtype));
   put_spec_default(vm, "run.activation_bytes", element);

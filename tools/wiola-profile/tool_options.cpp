@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "core/error.hpp"
+#include "core/option_help.hpp"
 #include "profile/peak.hpp"
 #include "wiola-profile/comma_list.hpp"
 
@@ -66,7 +67,7 @@ po::options_description tool_flags(ToolOptions& t, Lists& l) {
       ("project-set", po::value(&l.project_set)->composing()->value_name("K=V"),
        "override one spec key, e.g. run.pp=4 (repeatable)");
   po::options_description all("Profile options (command line only)");
-  all.add_options()("help,h", "this help, then wiola-train's");
+  all.add_options()("help,h", "this help, then wiola-train's")("version", "print the version and exit");
   all.add(measure).add(output).add(sweep).add(project);
   return all;
 }
@@ -94,6 +95,7 @@ ToolOptions parse_tool_options(int argc, const char* const* argv) {
     fail(e.what());
   }
   t.help = vm.count("help") > 0;
+  t.version = vm.count("version") > 0;
   t.trace = !l.no_trace;
   t.sweep_spec = {l.pp.items, l.micro_batch.items, l.microbatches.items, l.zero.items,
                   l.schedule.items};
@@ -134,7 +136,9 @@ void print_tool_help(std::ostream& out) {
          "\n";
   ToolOptions defaults;
   Lists lists;
-  out << tool_flags(defaults, lists) << "\n";
+  po::options_description flags = tool_flags(defaults, lists);
+  tidy_real_defaults(flags);
+  out << flags << "\n";
 }
 
 }  // namespace wiola::profile

@@ -13,6 +13,7 @@ namespace wiola::profile {
 
 struct ToolOptions {
   bool help = false;
+  bool version = false;
   int profile_steps = 10;
   int warmup_steps = 2;
   std::string peak = "measured";  // --peak-tflops

@@ -1,22 +1,29 @@
 // wiola-reshard: offline work on checkpoints. It never modifies its input.
-//   wiola-reshard verify CKPT
-//   wiola-reshard convert CKPT --out SAVE_DIR --pp P --dp D [--zero Z] [--stage-layers 7,7,7,7]
-//   wiola-reshard consolidate CKPT --out SAVE_DIR
-//   wiola-reshard export-safetensors CKPT --out DIR      (model.safetensors + config.json)
-//   wiola-reshard import-safetensors DIR --out WEIGHTS.h5 (for wiola-train --init-weights, wiola-dump)
-//   wiola-reshard compare A B                            (checkpoints or weights files)
+// `wiola-reshard --help` lists the commands, `wiola-reshard COMMAND --help`
+// their arguments and options (the table kCommands below).
 // CKPT is a checkpoint directory (SAVE_DIR/step-N); SAVE_DIR gets step-N and `latest`.
 #include <boost/program_options.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <sstream>
+#include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
+#include "core/version.hpp"
+#include "io/bpe_tokenizer.hpp"
 #include "io/checkpoint_io.hpp"
 #include "io/checkpoint_store.hpp"
+#include "io/h5.hpp"
+#include "io/hf_tokenizer.hpp"
 #include "io/safetensors.hpp"
+#include "io/token_file.hpp"
 #include "io/weights_file.hpp"
 #include "core/param_layout.hpp"
 #include "core/param_names.hpp"
@@ -159,9 +166,80 @@ int cmd_convert(const std::string& dir, const std::string& out, int pp, int dp, 
   return 0;
 }
 
-int cmd_export(const std::string& dir, const std::string& out) {
+// The folder holding modeling_wiola.py: beside an installed binary
+// (<prefix>/bin -> <prefix>/share/wiola/hf), the configured install folder,
+// then the source tree this binary was built from; $WIOLA_HF_DIR first.
+fs::path hf_files_dir() {
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("WIOLA_HF_DIR")) candidates.emplace_back(env);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share" / "wiola" / "hf");
+#ifdef WIOLA_HF_INSTALL_DIR
+  candidates.emplace_back(WIOLA_HF_INSTALL_DIR);
+#endif
+#ifdef WIOLA_HF_SOURCE_DIR
+  candidates.emplace_back(WIOLA_HF_SOURCE_DIR);
+#endif
+  std::string looked;
+  for (const fs::path& c : candidates) {
+    if (fs::is_regular_file(c / "modeling_wiola.py", ec)) return c;
+    looked += (looked.empty() ? "" : ", ") + c.string();
+  }
+  fail("modeling_wiola.py not found (looked in ", looked, "; set WIOLA_HF_DIR)");
+}
+
+// HDF5's signature at the start of the file (where wiola's files have it).
+bool looks_like_hdf5(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, 8);
+  return in.gcount() == 8 && std::string(magic, 8) == std::string("\x89HDF\r\n\x1a\n", 8);
+}
+
+// The run's BPE tokenizer: --tokenizer (a .bpe file, or a token file that
+// embeds one), else the one embedded in the checkpoint's first training file.
+// nullopt (with the reason in `why`) when there is none.
+std::optional<BpeTokenizer> export_tokenizer(const std::string& given, const Source& s,
+                                             std::string& why) {
+  std::string path = given;
+  if (path.empty()) {
+    if (s.options.train_files.empty()) {
+      why = "the checkpoint records no training data";
+      return std::nullopt;
+    }
+    path = s.options.train_files.front();
+  }
+  if (!fs::is_regular_file(path)) {
+    require(given.empty(), "--tokenizer ", given, ": no such file");
+    why = path + " (the run's first training file) is not here";
+    return std::nullopt;
+  }
+  std::string text;
+  if (looks_like_hdf5(path)) {
+    const h5::File f = h5::File::open_read(path);
+    text = read_embedded_tokenizer(f);
+    if (text.empty()) {
+      require(given.empty(), "--tokenizer ", given, ": the token file embeds no BPE tokenizer");
+      why = path + " embeds no BPE tokenizer (byte or imported ids)";
+      return std::nullopt;
+    }
+  } else {
+    text = read_text_file(path, "the tokenizer");
+  }
+  return BpeTokenizer::parse(text, path);
+}
+
+int cmd_export(const std::string& dir, const std::string& out, const std::string& dtype_text,
+               const std::string& tokenizer) {
+  require(dtype_text == "fp32" || dtype_text == "bf16", "--dtype must be fp32 or bf16, got '",
+          dtype_text, "'");
+  const DType dtype = dtype_text == "bf16" ? DType::BF16 : DType::F32;
   const Source s = open_checkpoint(dir);
   const ModelConfig& cfg = s.options.model;
+  const fs::path hf = hf_files_dir();  // before anything is written
+  std::string why;
+  const std::optional<BpeTokenizer> tok = export_tokenizer(tokenizer, s, why);
   CheckpointReader reader(dir, s.manifest);
   std::vector<SafeTensor> tensors;
   std::vector<std::string> names;
@@ -175,16 +253,29 @@ int cmd_export(const std::string& dir, const std::string& out) {
     tensors.push_back(std::move(t));
   }
   fs::create_directories(out);
-  const DType dtype = wide_dtype(s.options.dtype);  // checkpoints hold the fp32 master of bf16 runs
   write_safetensors((fs::path(out) / "model.safetensors").string(), tensors, dtype,
                     {{"format", "pt"}, {"wiola_step", std::to_string(s.manifest.step)}});
-  write_hf_config((fs::path(out) / "config.json").string(), cfg, names, dtype);
-  std::printf("%s -> %s/model.safetensors + config.json: %zu tensors, model_type wiola\n",
-              dir.c_str(), out.c_str(), tensors.size());
+  HfConfigExtras x;
+  x.names = names;
+  x.dtype = dtype;
+  x.wiola_version = code_version();
+  if (tok) {
+    x.bos_token_id = x.eos_token_id = tok->eod_id();
+    write_text_file_atomic((fs::path(out) / "tokenizer.json").string(), hf_tokenizer_json(*tok));
+    write_text_file_atomic((fs::path(out) / "tokenizer_config.json").string(),
+                           hf_tokenizer_config_json(*tok, cfg.T));
+  }
+  write_hf_config((fs::path(out) / "config.json").string(), cfg, x);
+  fs::copy_file(hf / "modeling_wiola.py", fs::path(out) / "modeling_wiola.py",
+                fs::copy_options::overwrite_existing);
+  std::printf("%s -> %s: model.safetensors (%zu tensors, %s), config.json, modeling_wiola.py%s\n",
+              dir.c_str(), out.c_str(), tensors.size(), dtype_text.c_str(),
+              tok ? ", tokenizer.json, tokenizer_config.json" : "");
+  if (!tok) std::printf("  no tokenizer files: %s (give --tokenizer FILE)\n", why.c_str());
   return 0;
 }
 
-int cmd_import(const std::string& dir, const std::string& out) {
+int cmd_import(const std::string& dir, const std::string& out, std::string tokenizer_out) {
   const ModelConfig cfg = read_hf_config((fs::path(dir) / "config.json").string());
   const std::string st_path = (fs::path(dir) / "model.safetensors").string();
   std::map<std::string, SafeTensor> by_name;
@@ -199,8 +290,19 @@ int cmd_import(const std::string& dir, const std::string& out) {
             p.rows, "x", p.cols);
     arrays.push_back({p.name, p.rows, p.cols, std::move(it->second.data)});
   }
+  // The tokenizer comes back as a .bpe file beside the weights.
+  const fs::path tok_json = fs::path(dir) / "tokenizer.json";
+  std::optional<BpeTokenizer> tok;
+  if (fs::is_regular_file(tok_json)) {
+    tok = bpe_from_hf_tokenizer_json(read_text_file(tok_json.string()), tok_json.string());
+    if (tokenizer_out.empty()) tokenizer_out = fs::path(out).replace_extension(".bpe").string();
+  } else {
+    require(tokenizer_out.empty(), "--tokenizer-out: ", dir, " has no tokenizer.json");
+  }
   write_weights_file(out, cfg, arrays, DType::F32);
-  std::printf("%s -> %s: %zu tensors\n", dir.c_str(), out.c_str(), arrays.size());
+  if (tok) tok->save(tokenizer_out);
+  std::printf("%s -> %s: %zu tensors%s\n", dir.c_str(), out.c_str(), arrays.size(),
+              tok ? (", tokenizer " + tokenizer_out).c_str() : "");
   return 0;
 }
 
@@ -244,62 +346,140 @@ int cmd_compare(const std::string& a, const std::string& b) {
   return worst == 0 ? 0 : 1;
 }
 
+struct Command {
+  const char* name;
+  const char* args;  // positional arguments, as the usage line shows them
+  std::size_t n_args;
+  const char* what;
+  std::vector<const char*> options;  // of the option table in main
+  const char* out;                   // what --out names, or nullptr: no output
+};
+
+// `text` wrapped at 78 columns, each line indented by `indent` spaces.
+std::string wrapped(const std::string& text, std::size_t indent) {
+  std::string out, line;
+  std::istringstream words(text);
+  std::string w;
+  while (words >> w) {
+    if (!line.empty() && indent + line.size() + 1 + w.size() > 78) {
+      out += std::string(indent, ' ') + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + w;
+  }
+  if (!line.empty()) out += std::string(indent, ' ') + line + "\n";
+  return out;
+}
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"verify", "CKPT", 1,
+       "checks every file's size and CRC-32 and that every tensor is complete", {}, nullptr},
+      {"convert", "CKPT", 1,
+       "writes the checkpoint as a run at another layout would have: SAVE_DIR/step-N and "
+       "SAVE_DIR/latest, one file per writing rank",
+       {"out", "pp", "dp", "zero", "stage-layers"}, "SAVE_DIR"},
+      {"consolidate", "CKPT", 1, "the same for one process: a single data file", {"out"},
+       "SAVE_DIR"},
+      {"export-safetensors", "CKPT", 1,
+       "Hugging Face files in DIR: model.safetensors (canonical names), config.json, "
+       "modeling_wiola.py (plain PyTorch; transformers' AutoModelForCausalLM with "
+       "trust_remote_code) and, from the run's BPE tokenizer, tokenizer.json and "
+       "tokenizer_config.json",
+       {"out", "dtype", "tokenizer"}, "DIR"},
+      {"import-safetensors", "DIR", 1,
+       "back to a weights file (wiola-train --init-weights, wiola-dump) and, when DIR has "
+       "tokenizer.json, a .bpe tokenizer beside it",
+       {"out", "tokenizer-out"}, "W.h5"},
+      {"compare", "A B", 2,
+       "largest difference between two checkpoints or weights files; exit 0 when identical", {},
+       nullptr},
+  };
+  return table;
+}
+
+void print_usage(std::ostream& os) {
+  os << "usage: wiola-reshard COMMAND ARGS [options]\n\nOffline work on checkpoints; the input "
+        "is opened read-only, verified first and never modified.\n\ncommands:\n";
+  for (const Command& c : commands())
+    os << "  " << c.name << " " << c.args << (c.out ? std::string(" --out ") + c.out : "")
+       << "\n" << wrapped(c.what, 6);
+  os << "\nRun 'wiola-reshard COMMAND --help' for a command's options; --version prints\n"
+        "the version. docs/checkpoints.md describes the files.\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const std::string cmd = argc > 1 ? argv[1] : "";
-    std::string out, stage_layers;
+    if (cmd.empty() || cmd == "--help" || cmd == "-h" || cmd == "help") {
+      print_usage(cmd.empty() ? std::cerr : std::cout);
+      return cmd.empty() ? 2 : 0;
+    }
+    if (cmd == "--version") {
+      print_version(std::cout, "wiola-reshard");
+      return 0;
+    }
+    const Command* command = nullptr;
+    for (const Command& c : commands())
+      if (cmd == c.name) command = &c;
+    if (!command) {
+      std::cerr << "wiola-reshard: unknown command '" << cmd << "'\n\n";
+      print_usage(std::cerr);
+      return 2;
+    }
+
+    std::string out, stage_layers, dtype = "fp32", tokenizer, tokenizer_out;
     int pp = 1, dp = 1, zero = 0;
     std::vector<std::string> args;
-    po::options_description d("wiola-reshard options");
-    d.add_options()("help,h", "print this help")("out", po::value(&out), "output directory or file")(
-        "pp", po::value(&pp), "target pipeline stages")("dp", po::value(&dp), "target data-parallel replicas")(
-        "zero", po::value(&zero), "target ZeRO stage")("stage-layers", po::value(&stage_layers),
-                                                       "target explicit split")(
-        "args", po::value(&args)->composing(), "positional arguments");
+    po::options_description every;
+    every.add_options()
+        ("out", po::value(&out), command->name == std::string("import-safetensors")
+                                     ? "the weights file to write (HDF5)"
+                                     : "the output directory")
+        ("pp", po::value(&pp)->default_value(1), "pipeline stages of the target layout")
+        ("dp", po::value(&dp)->default_value(1), "data-parallel replicas of the target layout")
+        ("zero", po::value(&zero)->default_value(0), "ZeRO stage of the target layout: 0 | 1 | 2")
+        ("stage-layers", po::value(&stage_layers), "explicit layers per stage, e.g. 7,7,7,7 (default: the cost model's split)")
+        ("dtype", po::value(&dtype)->default_value("fp32"), "weights in model.safetensors: fp32 | bf16")
+        ("tokenizer", po::value(&tokenizer), "a .bpe tokenizer, or a token file that embeds one (default: the one embedded in the run's first training file)")
+        ("tokenizer-out", po::value(&tokenizer_out), "where the tokenizer from tokenizer.json goes (default: OUT with .bpe for .h5)");
+    po::options_description d(std::string("wiola-reshard ") + command->name + " options");
+    d.add_options()("help,h", "print this help");
+    for (const char* name : command->options)
+      for (const auto& opt : every.options())
+        if (opt->long_name() == name) d.add(opt);
+    po::options_description all = d;
+    all.add_options()("args", po::value(&args)->composing(), "positional arguments");
     po::positional_options_description pos;
     pos.add("args", -1);
     po::variables_map vm;
-    po::store(po::command_line_parser(argc - 1, argv + 1).options(d).positional(pos).run(), vm);
-    po::notify(vm);
-    auto need = [&](std::size_t n, const char* usage) {
-      require(args.size() == n, "usage: wiola-reshard ", cmd, " ", usage);
-    };
-    auto need_out = [&] { require(!out.empty(), cmd, ": --out is required"); };
-    if (cmd == "verify") {
-      need(1, "CKPT");
-      return cmd_verify(args[0]);
+    try {
+      po::store(po::command_line_parser(argc - 1, argv + 1).options(all).positional(pos).run(), vm);
+      if (vm.count("help")) {
+        std::cout << "usage: wiola-reshard " << command->name << " " << command->args
+                  << (command->out ? std::string(" --out ") + command->out : "")
+                  << (command->options.size() > 1 ? " [options]" : "") << "\n\n"
+                  << wrapped(command->what, 0) << "\n" << d << "\n";
+        return 0;
+      }
+      po::notify(vm);
+    } catch (const po::error& e) {
+      fail(cmd, ": ", e.what());
     }
-    if (cmd == "convert") {
-      need(1, "CKPT --out SAVE_DIR --pp P --dp D [--zero Z] [--stage-layers L]");
-      need_out();
-      return cmd_convert(args[0], out, pp, dp, zero, stage_layers);
-    }
-    if (cmd == "consolidate") {
-      need(1, "CKPT --out SAVE_DIR");
-      need_out();
-      return cmd_convert(args[0], out, 1, 1, 0, "");
-    }
-    if (cmd == "export-safetensors") {
-      need(1, "CKPT --out DIR");
-      need_out();
-      return cmd_export(args[0], out);
-    }
-    if (cmd == "import-safetensors") {
-      need(1, "DIR --out WEIGHTS.h5");
-      need_out();
-      return cmd_import(args[0], out);
-    }
-    if (cmd == "compare") {
-      need(2, "A B");
-      return cmd_compare(args[0], args[1]);
-    }
-    std::cerr << "usage: wiola-reshard verify|convert|consolidate|export-safetensors|"
-                 "import-safetensors|compare ... (see tools/wiola-reshard/main.cpp)\n";
-    return cmd.empty() || cmd == "--help" || cmd == "-h" ? 0 : 2;
+    const std::string out_usage = command->out ? std::string(" --out ") + command->out : "";
+    require(args.size() == command->n_args, "usage: wiola-reshard ", cmd, " ", command->args,
+            out_usage, " (wiola-reshard ", cmd, " --help lists the options)");
+    require(!command->out || !out.empty(), cmd, ": --out ", command->out, " is required");
+    if (cmd == "verify") return cmd_verify(args[0]);
+    if (cmd == "convert") return cmd_convert(args[0], out, pp, dp, zero, stage_layers);
+    if (cmd == "consolidate") return cmd_convert(args[0], out, 1, 1, 0, "");
+    if (cmd == "export-safetensors") return cmd_export(args[0], out, dtype, tokenizer);
+    if (cmd == "import-safetensors") return cmd_import(args[0], out, tokenizer_out);
+    return cmd_compare(args[0], args[1]);
   } catch (const std::exception& e) {
-    std::cerr << "wiola-reshard: " << e.what() << "\n";
+    std::cerr << "wiola-reshard: " << wiola::printable_lines(e.what()) << "\n";
     return 2;
   }
 }

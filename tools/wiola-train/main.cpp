@@ -6,6 +6,7 @@
 #include "backend/select/device_backends.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "model/param_report.hpp"
 #include "train/fault_injection.hpp"
 #include "train/options.hpp"
@@ -32,6 +33,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     world.set_timeout(opts->comm_timeout);
+    // A rank that dies (SIGKILL, the OOM killer) ends the others at once,
+    // named, under srun as under mpirun.
+    mpi.watch_local_peers();
     wiola::install_stop_handlers();
     // Tests set WIOLA_FAULT_INJECT to kill a rank at a chosen moment.
     std::unique_ptr<wiola::TrainObserver> fault;
@@ -44,10 +48,13 @@ int main(int argc, char** argv) {
     if (s.stop_signal && !s.completed) return s.last_checkpoint.empty() ? 1 : wiola::kExitRequeue;
     return 0;
   } catch (const wiola::CollectiveError& e) {
-    if (rank0) std::cerr << "wiola-train: " << e.what() << "\n";
+    if (rank0) std::cerr << "wiola-train: " << wiola::printable_lines(e.what()) << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    world.abort("wiola-train: out of memory (std::bad_alloc); lower --micro-batch, or use more "
+                "pipeline stages (--pp) or ZeRO (--zero)", 3);
   } catch (const std::exception& e) {
     // Seen by this rank alone: end every rank rather than leave them waiting.
-    world.abort(std::string("wiola-train: ") + e.what(), 3);
+    world.abort(std::string("wiola-train: ") + wiola::printable_lines(e.what()), 3);
   }
 }

@@ -30,7 +30,6 @@ DType check_inputs(std::string_view op, const AttentionDims& d, const Tensor& q,
   check_float(op, "q", q, dt, n, qw);
   check_float(op, "k", k, dt, n, kw);
   check_float(op, "v", v, dt, n, kw);
-  require(!ctx_k.empty(), op, ": needs at least one context summary (ctx_k is empty)");
   require(ctx_v.size() == ctx_k.size(), op, ": ", ctx_k.size(), " ctx_k tensors but ",
           ctx_v.size(), " ctx_v tensors");
   require(ctx_k.size() <= ops::kMaxAttentionContexts, op, ": ", ctx_k.size(),
@@ -43,7 +42,7 @@ DType check_inputs(std::string_view op, const AttentionDims& d, const Tensor& q,
     check_float(op, cv, ctx_v[c], dt, ctx_k[c].rows(), kw);
     ctx_rows = std::min(ctx_rows, ctx_k[c].rows());
   }
-  check_float(op, "phi", phi, dt, 1, 1);
+  if (!ctx_k.empty()) check_float(op, "phi", phi, dt, 1, 1);  // no context: β is not used
 
   check_index(op, "n_queries", index.n_queries, d.batch);
   check_index(op, "key_prefix", index.key_prefix, n);
@@ -64,7 +63,7 @@ DType check_inputs(std::string_view op, const AttentionDims& d, const Tensor& q,
               " is outside [-1, ", d.seq, ")");
       require(prefix > 0 || extra >= 0, op, ": query row ", i, " (sequence ", b, ", row ", t,
               ") sees no key (key_prefix 0, key_extra -1)");
-      require(row >= 0 && row < ctx_rows, op, ": ctx_row[", i, "] = ", row,
+      require(ctx_k.empty() || (row >= 0 && row < ctx_rows), op, ": ctx_row[", i, "] = ", row,
               " is outside the context tensors' rows [0, ", ctx_rows, ")");
     }
   }
@@ -94,7 +93,7 @@ ops::AttentionArgs<T> make_args(const AttentionDims& d, const Tensor& q, const T
     a.ctx_v.push_back(ctx_v[c].ptr<T>());
     a.ld_ctx_v.push_back(ctx_v[c].ld());
   }
-  a.beta = ops::sigmoid(phi.ptr<T>()[0]);
+  a.beta = ctx_k.empty() ? T(0) : ops::sigmoid(phi.ptr<T>()[0]);
   a.n_queries = index.n_queries.ptr<std::int32_t>();
   a.ld_nq = index.n_queries.ld();
   a.key_prefix = index.key_prefix.ptr<std::int32_t>();
@@ -117,16 +116,23 @@ void CpuBackend::attention_fwd(const AttentionDims& dims, const Tensor& q, const
   const char* op = "attention_fwd";
   const DType dt = check_inputs(op, dims, q, k, v, ctx_k, ctx_v, phi, index);
   const std::int64_t n = q.rows();
+  const bool ctx = !ctx_k.empty();
   check_float(op, "o", o, dt, n, q.cols());
   check_float(op, "o_self", o_self, dt, n, q.cols());
-  check_float(op, "o_ctx", o_ctx, dt, n, q.cols());
+  if (ctx) check_float(op, "o_ctx", o_ctx, dt, n, q.cols());
   check_float(op, "lse_self", lse_self, dt, n, dims.heads);
-  check_float(op, "lse_ctx", lse_ctx, dt, n, dims.heads);
+  if (ctx) check_float(op, "lse_ctx", lse_ctx, dt, n, dims.heads);
   dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
-    const ops::AttentionOutputs<T> out{o.ptr<T>(),        o.ld(),        o_self.ptr<T>(),
-                                       o_self.ld(),       o_ctx.ptr<T>(), o_ctx.ld(),
-                                       lse_self.ptr<T>(), lse_self.ld(), lse_ctx.ptr<T>(),
+    const ops::AttentionOutputs<T> out{o.ptr<T>(),
+                                       o.ld(),
+                                       o_self.ptr<T>(),
+                                       o_self.ld(),
+                                       ctx ? o_ctx.ptr<T>() : nullptr,
+                                       o_ctx.ld(),
+                                       lse_self.ptr<T>(),
+                                       lse_self.ld(),
+                                       ctx ? lse_ctx.ptr<T>() : nullptr,
                                        lse_ctx.ld()};
     ops::attention_fwd(make_args<T>(dims, q, k, v, ctx_k, ctx_v, phi, index), out);
   });
@@ -144,10 +150,11 @@ void CpuBackend::attention_bwd(const AttentionDims& dims, const Tensor& q, const
   const char* op = "attention_bwd";
   const DType dt = check_inputs(op, dims, q, k, v, ctx_k, ctx_v, phi, index);
   const std::int64_t n = q.rows();
+  const bool ctx = !ctx_k.empty();
   check_float(op, "o_self", o_self, dt, n, q.cols());
-  check_float(op, "o_ctx", o_ctx, dt, n, q.cols());
+  if (ctx) check_float(op, "o_ctx", o_ctx, dt, n, q.cols());
   check_float(op, "lse_self", lse_self, dt, n, dims.heads);
-  check_float(op, "lse_ctx", lse_ctx, dt, n, dims.heads);
+  if (ctx) check_float(op, "lse_ctx", lse_ctx, dt, n, dims.heads);
   check_float(op, "d_o", d_o, dt, n, q.cols());
   check_float(op, "dq", dq, dt, n, q.cols());
   check_float(op, "dk", dk, dt, n, k.cols());
@@ -161,12 +168,18 @@ void CpuBackend::attention_bwd(const AttentionDims& dims, const Tensor& q, const
     check_float(op, "dctx_v[" + std::to_string(c) + "]", dctx_v[c], dt, ctx_v[c].rows(),
                 ctx_v[c].cols());
   }
-  check_float(op, "dphi", dphi, dt, 1, 1);
+  if (ctx) check_float(op, "dphi", dphi, dt, 1, 1);
   dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
-    const ops::AttentionSaved<T> saved{o_self.ptr<T>(),   o_self.ld(),   o_ctx.ptr<T>(),
-                                       o_ctx.ld(),        lse_self.ptr<T>(), lse_self.ld(),
-                                       lse_ctx.ptr<T>(),  lse_ctx.ld(),  d_o.ptr<T>(),
+    const ops::AttentionSaved<T> saved{o_self.ptr<T>(),
+                                       o_self.ld(),
+                                       ctx ? o_ctx.ptr<T>() : nullptr,
+                                       o_ctx.ld(),
+                                       lse_self.ptr<T>(),
+                                       lse_self.ld(),
+                                       ctx ? lse_ctx.ptr<T>() : nullptr,
+                                       lse_ctx.ld(),
+                                       d_o.ptr<T>(),
                                        d_o.ld()};
     ops::AttentionGrads<T> grads;
     grads.dq = dq.ptr<T>();
@@ -184,6 +197,7 @@ void CpuBackend::attention_bwd(const AttentionDims& dims, const Tensor& q, const
     }
     const double dphi_add =
         ops::attention_bwd(make_args<T>(dims, q, k, v, ctx_k, ctx_v, phi, index), saved, grads);
+    if (!ctx) return;
     T* dp = dphi.ptr<T>();
     dp[0] = static_cast<T>(static_cast<double>(dp[0]) + dphi_add);
   });

@@ -54,9 +54,17 @@ class CpuBackend final : public Backend {
                     const Tensor& ddelta) override;
 
   void srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
-                const Tensor& sin_tab, int head_dim, const Tensor& y) override;
+                const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                const Tensor& y) override;
   void srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
-                const Tensor& sin_tab, int head_dim, const Tensor& dx) override;
+                const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                const Tensor& dx) override;
+
+  void head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) override;
+  void head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bool accumulate) override;
+  void head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim, const Tensor& y) override;
+  void head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
+                      const Tensor& dx, const Tensor& ds) override;
 
   void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
                      const Tensor& v, std::span<const Tensor> ctx_k,

@@ -5,14 +5,11 @@
 #include <string>
 #include <string_view>
 
+#include "backend/shape_checks.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
 namespace wiola::cpu {
-
-inline std::string dims(const Tensor& t) {
-  return std::to_string(t.rows()) + "x" + std::to_string(t.cols());
-}
 
 // The tensor exists and lives on the CPU.
 inline void check_tensor(std::string_view op, std::string_view name, const Tensor& t) {
@@ -35,12 +32,6 @@ inline void check_dtype(std::string_view op, std::string_view name, const Tensor
   float_dtype(op, name, t);
   require(t.dtype() == want, op, ": ", name, " is ", dtype_name(t.dtype()),
           " but the other tensors of the call are ", dtype_name(want));
-}
-
-inline void check_shape(std::string_view op, std::string_view name, const Tensor& t,
-                        std::int64_t rows, std::int64_t cols) {
-  require(t.rows() == rows && t.cols() == cols, op, ": ", name, " is ", dims(t), ", expected ",
-          rows, "x", cols);
 }
 
 // Floating tensor of the call's dtype and the given shape.

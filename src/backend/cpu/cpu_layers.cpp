@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/cpu_checks.hpp"
@@ -128,13 +129,16 @@ void CpuBackend::wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor
   const std::int64_t n = x.rows(), d = x.cols();
   require(eps >= 0.0, op, ": eps ", eps, " is negative");
   check_float(op, "gamma", gamma, dt, 1, d);
-  check_float(op, "delta", delta, dt, 1, d);
+  if (delta.defined()) check_float(op, "delta", delta, dt, 1, d);
   check_float(op, "y", y, dt, n, d);
   check_float(op, "rstd", rstd, dt, n, 1);
   dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
-    ops::wrmsnorm_fwd(n, d, x.ptr<T>(), x.ld(), gamma.ptr<T>(), delta.ptr<T>(), eps, y.ptr<T>(),
-                      y.ld(), rstd.ptr<T>(), rstd.ld());
+    // No δ (plain RMSNorm): a zero shift, which adds exactly nothing.
+    const std::vector<T> no_shift(delta.defined() ? 0 : static_cast<std::size_t>(d), T(0));
+    const T* shift = delta.defined() ? delta.ptr<T>() : no_shift.data();
+    ops::wrmsnorm_fwd(n, d, x.ptr<T>(), x.ld(), gamma.ptr<T>(), shift, eps, y.ptr<T>(), y.ld(),
+                      rstd.ptr<T>(), rstd.ld());
   });
 }
 
@@ -145,17 +149,23 @@ void CpuBackend::wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor
   const DType dt = float_dtype(op, "x", x);
   const std::int64_t n = x.rows(), d = x.cols();
   check_float(op, "gamma", gamma, dt, 1, d);
-  check_float(op, "delta", delta, dt, 1, d);
+  require(delta.defined() == ddelta.defined(), op, ": delta and ddelta must both be given or ",
+          "both be undefined (plain RMSNorm)");
+  if (delta.defined()) check_float(op, "delta", delta, dt, 1, d);
   check_float(op, "rstd", rstd, dt, n, 1);
   check_float(op, "dy", dy, dt, n, d);
   check_float(op, "dx", dx, dt, n, d);
   check_float(op, "dgamma", dgamma, dt, 1, d);
-  check_float(op, "ddelta", ddelta, dt, 1, d);
+  if (ddelta.defined()) check_float(op, "ddelta", ddelta, dt, 1, d);
   dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
-    ops::wrmsnorm_bwd(n, d, x.ptr<T>(), x.ld(), gamma.ptr<T>(), delta.ptr<T>(), rstd.ptr<T>(),
-                      rstd.ld(), dy.ptr<T>(), dy.ld(), dx.ptr<T>(), dx.ld(), accumulate,
-                      dgamma.ptr<T>(), ddelta.ptr<T>());
+    // No δ: a zero shift, and its gradient goes to a scratch row nobody reads.
+    std::vector<T> scratch(delta.defined() ? 0 : 2 * static_cast<std::size_t>(d), T(0));
+    const T* shift = delta.defined() ? delta.ptr<T>() : scratch.data();
+    T* dshift = delta.defined() ? ddelta.ptr<T>() : scratch.data() + d;
+    ops::wrmsnorm_bwd(n, d, x.ptr<T>(), x.ld(), gamma.ptr<T>(), shift, rstd.ptr<T>(), rstd.ld(),
+                      dy.ptr<T>(), dy.ld(), dx.ptr<T>(), dx.ld(), accumulate, dgamma.ptr<T>(),
+                      dshift);
   });
 }
 
@@ -185,25 +195,29 @@ DType check_srpe(std::string_view op, std::string_view in_name, const Tensor& in
 }  // namespace
 
 void CpuBackend::srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
-                          const Tensor& sin_tab, int head_dim, const Tensor& y) {
+                          const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                          const Tensor& y) {
   const DType dt = check_srpe("srpe_fwd", "x", x, positions, cos_tab, sin_tab, head_dim, "y", y);
   dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
     ops::srpe_fwd<T>(x.rows(), x.cols() / head_dim, head_dim, x.ptr<T>(), x.ld(),
                      positions.ptr<std::int32_t>(), positions.ld(), cos_tab.ptr<T>(),
-                     cos_tab.ld(), sin_tab.ptr<T>(), sin_tab.ld(), y.ptr<T>(), y.ld());
+                     cos_tab.ld(), sin_tab.ptr<T>(), sin_tab.ld(), y.ptr<T>(), y.ld(),
+                     pairs == RotaryPairs::Interleaved);
   });
 }
 
 void CpuBackend::srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
-                          const Tensor& sin_tab, int head_dim, const Tensor& dx) {
+                          const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                          const Tensor& dx) {
   const DType dt =
       check_srpe("srpe_bwd", "dy", dy, positions, cos_tab, sin_tab, head_dim, "dx", dx);
   dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
     ops::srpe_bwd<T>(dy.rows(), dy.cols() / head_dim, head_dim, dy.ptr<T>(), dy.ld(),
                      positions.ptr<std::int32_t>(), positions.ld(), cos_tab.ptr<T>(),
-                     cos_tab.ld(), sin_tab.ptr<T>(), sin_tab.ld(), dx.ptr<T>(), dx.ld());
+                     cos_tab.ld(), sin_tab.ptr<T>(), sin_tab.ld(), dx.ptr<T>(), dx.ld(),
+                     pairs == RotaryPairs::Interleaved);
   });
 }
 

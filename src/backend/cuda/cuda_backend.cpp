@@ -60,6 +60,14 @@ std::size_t CudaBackend::memory_capacity() const {
 
 void CudaBackend::reserve_memory(std::size_t bytes) { reserve_pool(bytes, stream_); }
 
+void* CudaBackend::native_stream() const {
+#if defined(WIOLA_CUDA_EMULATION)
+  return nullptr;
+#else
+  return stream_;
+#endif
+}
+
 Backend::MemoryStats CudaBackend::memory() const {
   return {memory_->in_use.load(), memory_->peak.load()};
 }

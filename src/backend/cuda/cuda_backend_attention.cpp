@@ -34,7 +34,6 @@ DType check_inputs(std::string_view op, const AttentionDims& d, const Tensor& q,
   check_exact(op, "q", q, dt, n, qw);
   check_exact(op, "k", k, dt, n, kw);
   check_exact(op, "v", v, dt, n, kw);
-  require(!ctx_k.empty(), op, ": needs at least one context summary (ctx_k is empty)");
   require(ctx_k.size() <= static_cast<std::size_t>(kernels::kAttentionMaxContexts), op, ": ",
           ctx_k.size(), " context summaries, the CUDA kernels take at most ",
           kernels::kAttentionMaxContexts);
@@ -48,7 +47,7 @@ DType check_inputs(std::string_view op, const AttentionDims& d, const Tensor& q,
     require(d.batch == 0 || ctx_k[c].rows() > 0, op, ": ", ck, " has no rows");
     require(ctx_k[c].rows() <= INT32_MAX, op, ": ", ck, " has too many rows");
   }
-  check_exact(op, "phi", phi, dt, 1, 1);
+  if (!ctx_k.empty()) check_exact(op, "phi", phi, dt, 1, 1);  // no context: β is not used
   check_index(op, "n_queries", index.n_queries, d.batch);
   check_index(op, "key_prefix", index.key_prefix, n);
   check_index(op, "key_extra", index.key_extra, n);
@@ -67,11 +66,12 @@ void CudaBackend::attention_fwd(const AttentionDims& dims, const Tensor& q, cons
   const char* op = "attention_fwd";
   const DType dt = check_inputs(op, dims, q, k, v, ctx_k, ctx_v, phi, index);
   const std::int64_t n = q.rows();
+  const bool ctx = !ctx_k.empty();
   check_exact(op, "o", o, dt, n, q.cols());
   check_exact(op, "o_self", o_self, dt, n, q.cols());
-  check_exact(op, "o_ctx", o_ctx, dt, n, q.cols());
+  if (ctx) check_exact(op, "o_ctx", o_ctx, dt, n, q.cols());
   check_f32(op, "lse_self", lse_self, n, dims.heads);
-  check_f32(op, "lse_ctx", lse_ctx, n, dims.heads);
+  if (ctx) check_f32(op, "lse_ctx", lse_ctx, n, dims.heads);
   kernels::attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
                          lse_ctx, stream_);
 }
@@ -88,10 +88,11 @@ void CudaBackend::attention_bwd(const AttentionDims& dims, const Tensor& q, cons
   const char* op = "attention_bwd";
   const DType dt = check_inputs(op, dims, q, k, v, ctx_k, ctx_v, phi, index);
   const std::int64_t n = q.rows();
+  const bool ctx = !ctx_k.empty();
   check_exact(op, "o_self", o_self, dt, n, q.cols());
-  check_exact(op, "o_ctx", o_ctx, dt, n, q.cols());
+  if (ctx) check_exact(op, "o_ctx", o_ctx, dt, n, q.cols());
   check_f32(op, "lse_self", lse_self, n, dims.heads);
-  check_f32(op, "lse_ctx", lse_ctx, n, dims.heads);
+  if (ctx) check_f32(op, "lse_ctx", lse_ctx, n, dims.heads);
   check_exact(op, "d_o", d_o, dt, n, q.cols());
   check_exact(op, "dq", dq, dt, n, q.cols());
   check_exact(op, "dk", dk, dt, n, k.cols());
@@ -105,7 +106,7 @@ void CudaBackend::attention_bwd(const AttentionDims& dims, const Tensor& q, cons
     check_exact(op, "dctx_v[" + std::to_string(c) + "]", dctx_v[c], dt, ctx_v[c].rows(),
                 ctx_v[c].cols());
   }
-  check_f32(op, "dphi", dphi, 1, 1);
+  if (ctx) check_f32(op, "dphi", dphi, 1, 1);
   kernels::attention_bwd(
       dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx, d_o, dq, dk, dv,
       dctx_k, dctx_v, dphi,

@@ -72,7 +72,7 @@ void CudaBackend::wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tenso
   require(eps >= 0.0, op, ": eps ", eps, " is negative");
   check_norm_width(op, x);
   check_exact(op, "gamma", gamma, dt, 1, d);
-  check_exact(op, "delta", delta, dt, 1, d);
+  if (delta.defined()) check_exact(op, "delta", delta, dt, 1, d);  // undefined: plain RMSNorm
   check_exact(op, "y", y, dt, n, d);
   check_f32(op, "rstd", rstd, n, 1);
   kernels::wrmsnorm_fwd(x, gamma, delta, eps, y, rstd, stream_);
@@ -86,12 +86,14 @@ void CudaBackend::wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tenso
   const std::int64_t n = x.rows(), d = x.cols();
   check_norm_width(op, x);
   check_exact(op, "gamma", gamma, dt, 1, d);
-  check_exact(op, "delta", delta, dt, 1, d);
+  require(delta.defined() == ddelta.defined(), op, ": delta and ddelta must both be given or ",
+          "both be undefined (plain RMSNorm)");
+  if (delta.defined()) check_exact(op, "delta", delta, dt, 1, d);
   check_f32(op, "rstd", rstd, n, 1);
   check_exact(op, "dy", dy, dt, n, d);
   check_exact(op, "dx", dx, dt, n, d);
   check_f32(op, "dgamma", dgamma, 1, d);
-  check_f32(op, "ddelta", ddelta, 1, d);
+  if (ddelta.defined()) check_f32(op, "ddelta", ddelta, 1, d);
   if (n == 0 || d == 0) return;
   const Tensor partials = alloc(DType::F32, 1, kernels::wrmsnorm_bwd_scratch(n, d));
   kernels::wrmsnorm_bwd(x, gamma, delta, rstd, dy, dx, accumulate, dgamma, ddelta,
@@ -119,15 +121,19 @@ void check_srpe(std::string_view op, std::string_view in_name, const Tensor& in,
 }  // namespace
 
 void CudaBackend::srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
-                           const Tensor& sin_tab, int head_dim, const Tensor& y) {
+                           const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                           const Tensor& y) {
   check_srpe("srpe_fwd", "x", x, positions, cos_tab, sin_tab, head_dim, "y", y);
-  kernels::srpe_apply(x, positions, cos_tab, sin_tab, head_dim, false, y, stream_);
+  kernels::srpe_apply(x, positions, cos_tab, sin_tab, head_dim,
+                      pairs == RotaryPairs::Interleaved, false, y, stream_);
 }
 
 void CudaBackend::srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
-                           const Tensor& sin_tab, int head_dim, const Tensor& dx) {
+                           const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                           const Tensor& dx) {
   check_srpe("srpe_bwd", "dy", dy, positions, cos_tab, sin_tab, head_dim, "dx", dx);
-  kernels::srpe_apply(dy, positions, cos_tab, sin_tab, head_dim, true, dx, stream_);
+  kernels::srpe_apply(dy, positions, cos_tab, sin_tab, head_dim,
+                      pairs == RotaryPairs::Interleaved, true, dx, stream_);
 }
 
 // ---- summaries ----------------------------------------------------------------------

@@ -11,14 +11,11 @@
 #include <string>
 #include <string_view>
 
+#include "backend/shape_checks.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
 namespace wiola::cuda {
-
-inline std::string dims(const Tensor& t) {
-  return std::to_string(t.rows()) + "x" + std::to_string(t.cols());
-}
 
 inline void check_tensor(std::string_view op, std::string_view name, const Tensor& t) {
   require(t.defined(), op, ": ", name, " is an undefined tensor");
@@ -31,12 +28,6 @@ inline DType compute_dtype(std::string_view op, std::string_view name, const Ten
   require(t.dtype() == DType::BF16 || t.dtype() == DType::F32, op, ": ", name,
           " must be bf16 or fp32 on the CUDA backend, got ", dtype_name(t.dtype()));
   return t.dtype();
-}
-
-inline void check_shape(std::string_view op, std::string_view name, const Tensor& t,
-                        std::int64_t rows, std::int64_t cols) {
-  require(t.rows() == rows && t.cols() == cols, op, ": ", name, " is ", dims(t), ", expected ",
-          rows, "x", cols);
 }
 
 // A tensor of exactly dtype `want` and the given shape.

@@ -87,18 +87,18 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_prep(Args<T> a, Bw
   if (i >= n) return;  // the whole warp
   const int b = int(i / a.seq), t = int(i % a.seq), dh = a.head_dim;
   const bool valid = t < valid_queries(a, b);
-  const float beta = sigmoidf(to_float(a.phi[0]));
+  const float beta = attention_beta(a);
   float dbeta = 0.0f;
   for (int h = 0; h < a.heads; ++h) {
     float part = 0.0f;
     if (valid) {
       const T* g = w.d_o + i * w.lddo + h * dh;
       const T* os = w.o_self + i * w.ldos + h * dh;
-      const T* oc = w.o_ctx + i * w.ldoc + h * dh;
+      const T* oc = a.n_ctx > 0 ? w.o_ctx + i * w.ldoc + h * dh : nullptr;
       for (int d = lane; d < dh; d += 32) {
         const float gd = to_float(g[d]), sd = to_float(os[d]);
         part += gd * sd;
-        dbeta += gd * (to_float(oc[d]) - sd);
+        if (oc) dbeta += gd * (to_float(oc[d]) - sd);
       }
     }
     part = warp_sum(part);
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
   const int n_qtiles = (S + kBQ - 1) / kBQ;
   const int nq = valid_queries(a, b);
   const std::int64_t row0 = std::int64_t(b) * S;
-  const float beta = sigmoidf(to_float(a.phi[0]));
+  const float beta = attention_beta(a);
 
   const int krows = clampi(S - k0, 0, kBK);
   load_tile<T, DHP, kBK>(ks, a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows, dh, a.vec, nullptr);
@@ -298,7 +298,7 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<
   const int q0 = qt * kBQ;
   const int nq = valid_queries(a, b), qrows = clampi(nq - q0, 0, kBQ);
   const std::int64_t row0 = std::int64_t(b) * S;
-  const float beta = sigmoidf(to_float(a.phi[0]));
+  const float beta = attention_beta(a);
 
   load_query_index(a, b, q0, pre, ext, stat);
   load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, qrows, dh, a.vec, nullptr);
@@ -366,13 +366,14 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<
   const T* qr = qs + qrow * L::kLdt;
   const T* gr = dos + qrow * L::kLdt;
 
-  float d_ctx = 0.0f;  // dO · O_ctx
-  if (valid) {
+  float d_ctx = 0.0f;  // dO · O_ctx (no context: O_ctx is not given)
+  const bool ctx = valid && a.n_ctx > 0;
+  if (ctx) {
     const T* oc = w.o_ctx + i * w.ldoc + h * dh;
     for (int d = half; d < dh; d += 2) d_ctx += to_float(gr[d]) * to_float(oc[d]);
   }
   d_ctx = pair_sum(d_ctx);
-  const float lse_c = valid ? w.lse_ctx[i * w.ldlc + h] : 0.0f;
+  const float lse_c = ctx ? w.lse_ctx[i * w.ldlc + h] : 0.0f;
   float ck[kMaxCtx] = {}, cv[kMaxCtx] = {};
   for (int c = 0; c < kMaxCtx; ++c) {
     if (c >= a.n_ctx) break;
@@ -458,8 +459,9 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
   const int n_qtiles = (dims.seq + kBQ - 1) / kBQ;
   const Tensor dself = alloc(DType::F32, n, dims.heads);
   const Tensor dbeta_row = alloc(DType::F32, n, 1);
-  const Tensor coef_k = alloc(DType::F32, n * dims.heads, n_ctx);
-  const Tensor coef_v = alloc(DType::F32, n * dims.heads, n_ctx);
+  // Without context there are no coefficients (and nothing to gather below).
+  const Tensor coef_k = n_ctx > 0 ? alloc(DType::F32, n * dims.heads, n_ctx) : Tensor{};
+  const Tensor coef_v = n_ctx > 0 ? alloc(DType::F32, n * dims.heads, n_ctx) : Tensor{};
   const Tensor qstats = alloc(DType::I32, std::int64_t(dims.batch) * n_qtiles, 3);
   const auto stream = static_cast<cudaStream_t>(s);
 
@@ -489,11 +491,9 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
     with_padded_head_dim(dims.head_dim,
                          [&](auto dhp) { launch_tiles<T, decltype(dhp)::value>(a, w, s); });
   };
-  if (q.dtype() == DType::BF16)
-    run(__nv_bfloat16{});
-  else
-    run(float{});
+  with_compute_type(q.dtype(), run);
 
+  if (n_ctx == 0) return;  // no context gradients, no dphi
   attention_context_grads(dims, q, d_o, ctx_k, phi, index, static_cast<const float*>(coef_k.data()),
                           static_cast<const float*>(coef_v.data()),
                           static_cast<const float*>(dbeta_row.data()), dctx_k, dctx_v, dphi,

@@ -72,7 +72,7 @@ struct Args {
   const T* ctx_v[kMaxCtx];
   std::int64_t ld_ctx_v[kMaxCtx];
   int ctx_rows;  // rows every context tensor has (the smallest count)
-  const T* phi;  // [1, 1], β = σ(φ)
+  const T* phi;  // [1, 1], β = σ(φ); null without context (n_ctx = 0)
   const std::int32_t* n_queries;
   const std::int32_t* key_prefix;
   const std::int32_t* key_extra;
@@ -144,7 +144,7 @@ Args<T> make_args(const AttentionDims& d, const Tensor& q, const Tensor& k, cons
     rows = std::min(rows, ctx_k[c].rows());
   }
   a.ctx_rows = static_cast<int>(rows);
-  a.phi = static_cast<const T*>(phi.data());
+  a.phi = ctx_k.empty() ? nullptr : static_cast<const T*>(phi.data());
   a.n_queries = static_cast<const std::int32_t*>(index.n_queries.data());
   a.key_prefix = static_cast<const std::int32_t*>(index.key_prefix.data());
   a.key_extra = static_cast<const std::int32_t*>(index.key_extra.data());
@@ -162,6 +162,12 @@ __device__ __forceinline__ float sigmoidf(float x) {
   if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
   const float e = expf(x);
   return e / (1.0f + e);
+}
+
+// β = σ(φ) of the blend; 0 without context (O = O_self, φ not given).
+template <class T>
+__device__ __forceinline__ float attention_beta(const Args<T>& a) {
+  return a.n_ctx > 0 ? sigmoidf(to_float(a.phi[0])) : 0.0f;
 }
 
 template <class T>

@@ -321,10 +321,7 @@ void attention_context_grads(const AttentionDims& dims, const Tensor& q, const T
         static_cast<const T*>(phi.data()), dbeta_row, n, static_cast<float*>(dphi.data()));
     WIOLA_CHECK_LAUNCH("attention_dphi");
   };
-  if (q.dtype() == DType::BF16)
-    run(__nv_bfloat16{});
-  else
-    run(float{});
+  with_compute_type(q.dtype(), run);
 }
 
 }  // namespace wiola::cuda::kernels

@@ -7,7 +7,8 @@
 //            never forming the T x T score matrix.
 //   context: scores q·ctx_k[c][ctx_row[i]] / √dh over the n_ctx <= 8 summaries,
 //            their softmax weights the ctx_v rows: O_ctx and lse_ctx.
-//   blend:   O = (1 − β) O_self + β O_ctx, β = σ(φ).
+//   blend:   O = (1 − β) O_self + β O_ctx, β = σ(φ); O = O_self without
+//            context (n_ctx = 0: O_ctx and lse_ctx not written).
 //   Padding rows (t >= n_queries) get zeros everywhere.
 //
 // Tiling: grid (ceil(T / 64) query tiles, H, B), 128 threads. The block
@@ -97,7 +98,7 @@ __global__ void __launch_bounds__(kTileThreads)
   const int q0 = qt * kBQ;
   const int nq = valid_queries(a, b);
   const std::int64_t row0 = std::int64_t(b) * S;  // first row of the sequence
-  const float beta = sigmoidf(to_float(a.phi[0]));
+  const float beta = attention_beta(a);
 
   load_query_index(a, b, q0, pre, ext, stat);
   load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, clampi(nq - q0, 0, kBQ),
@@ -181,28 +182,31 @@ __global__ void __launch_bounds__(kTileThreads)
     w[c] = expf(w[c] - mc);
     lc += w[c];
   }
-  const float inv_l = l > 0.0f ? 1.0f / l : 0.0f, inv_lc = 1.0f / lc;
+  // Without context (n_ctx = 0) lc is 0, O_ctx and lse_ctx are not written and
+  // O = O_self exactly (β = 0).
+  const bool ctx = a.n_ctx > 0;
+  const float inv_l = l > 0.0f ? 1.0f / l : 0.0f, inv_lc = ctx ? 1.0f / lc : 0.0f;
   if (in_seq) {
     T* o = out.o + i * out.ldo + h * dh;
     T* os = out.o_self + i * out.ldos + h * dh;
-    T* oc = out.o_ctx + i * out.ldoc + h * dh;
+    T* oc = ctx ? out.o_ctx + i * out.ldoc + h * dh : nullptr;
     for (int d = half; d < dh; d += 2) {
-      float self = 0.0f, ctx = 0.0f;
+      float self = 0.0f, cx = 0.0f;
       if (valid) {
         self = sw[r * L::kLds + d] * inv_l;
         for (int c = 0; c < kMaxCtx; ++c) {
           if (c >= a.n_ctx) break;
-          ctx += w[c] * to_float(a.ctx_v[c][std::int64_t(crow) * a.ld_ctx_v[c] + g * dh + d]);
+          cx += w[c] * to_float(a.ctx_v[c][std::int64_t(crow) * a.ld_ctx_v[c] + g * dh + d]);
         }
-        ctx *= inv_lc;
+        cx *= inv_lc;
       }
       os[d] = from_float<T>(self);
-      oc[d] = from_float<T>(ctx);
-      o[d] = from_float<T>((1.0f - beta) * self + beta * ctx);
+      if (oc) oc[d] = from_float<T>(cx);
+      o[d] = from_float<T>(oc ? (1.0f - beta) * self + beta * cx : self);
     }
     if (half == 0) {
       out.lse_self[i * out.ldls + h] = valid && l > 0.0f ? m_used + logf(l) : 0.0f;
-      out.lse_ctx[i * out.ldlc + h] = valid ? mc + logf(lc) : 0.0f;
+      if (ctx) out.lse_ctx[i * out.ldlc + h] = valid ? mc + logf(lc) : 0.0f;
     }
   }
 }
@@ -235,10 +239,7 @@ void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                         static_cast<float*>(lse_ctx.data()),  lse_ctx.ld()};
     with_padded_head_dim(dims.head_dim, [&](auto dhp) { launch_fwd<T, decltype(dhp)::value>(a, out, s); });
   };
-  if (q.dtype() == DType::BF16)
-    run(__nv_bfloat16{});
-  else
-    run(float{});
+  with_compute_type(q.dtype(), run);
 }
 
 }  // namespace wiola::cuda::kernels

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_compat.hpp"
+#include "core/dtype.hpp"
 
 namespace wiola::cuda::kernels {
 
@@ -25,6 +26,15 @@ __device__ __forceinline__ float from_float<float>(float v) {
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16(v);
+}
+
+// Calls f(T{}) with T the storage type of a compute dtype: bf16 or fp32.
+template <class F>
+void with_compute_type(DType dt, F&& f) {
+  if (dt == DType::BF16)
+    f(__nv_bfloat16{});
+  else
+    f(float{});
 }
 
 // Blocks for a grid-stride loop over n elements.

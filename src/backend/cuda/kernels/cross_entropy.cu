@@ -70,10 +70,7 @@ void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor
         static_cast<const std::int32_t*>(targets.data()), static_cast<float*>(loss.data()),
         loss.ld(), static_cast<float*>(lse.data()), lse.ld());
   };
-  if (logits.dtype() == DType::BF16)
-    launch(__nv_bfloat16{});
-  else
-    launch(float{});
+  with_compute_type(logits.dtype(), launch);
   WIOLA_CHECK_LAUNCH("ce_fwd_kernel");
 }
 
@@ -88,10 +85,7 @@ void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor
         static_cast<const std::int32_t*>(targets.data()), static_cast<const float*>(lse.data()),
         lse.ld(), static_cast<float>(scale), static_cast<T*>(dlogits.data()), dlogits.ld());
   };
-  if (logits.dtype() == DType::BF16)
-    launch(__nv_bfloat16{});
-  else
-    launch(float{});
+  with_compute_type(logits.dtype(), launch);
   WIOLA_CHECK_LAUNCH("ce_bwd_kernel");
 }
 

@@ -50,10 +50,7 @@ void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*
     WIOLA_LAUNCH((map_kernel<T, NI, NO, F>), dim3(blocks_for(shape.numel())), dim3(kThreads), 0,
                  static_cast<cudaStream_t>(s))(shape.rows(), shape.cols(), vi, vo, f);
   };
-  if (shape.dtype() == DType::BF16)
-    launch(__nv_bfloat16{});
-  else
-    launch(float{});
+  with_compute_type(shape.dtype(), launch);
   WIOLA_CHECK_LAUNCH("map_kernel");
 }
 

@@ -55,10 +55,7 @@ void embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out,
         out.rows(), out.cols(), table.rows(), static_cast<const std::int32_t*>(tokens.data()),
         static_cast<const T*>(table.data()), table.ld(), static_cast<T*>(out.data()), out.ld());
   };
-  if (table.dtype() == DType::BF16)
-    launch(__nv_bfloat16{});
-  else
-    launch(float{});
+  with_compute_type(table.dtype(), launch);
   WIOLA_CHECK_LAUNCH("embedding_gather");
 }
 

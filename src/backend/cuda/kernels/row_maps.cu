@@ -77,14 +77,6 @@ struct MergeRows {
   __device__ float weight(std::int64_t item) const { return ib[item / 2] < 0 ? 1.0f : 0.5f; }
 };
 
-template <class F>
-void with_compute_type(DType dt, F&& f) {
-  if (dt == DType::BF16)
-    f(__nv_bfloat16{});
-  else
-    f(float{});
-}
-
 }  // namespace
 
 void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho, Stream s) {

@@ -1,5 +1,6 @@
-// SRPE: one thread per pair (row, head, j); it reads both members before
-// writing either, so the map works in place.
+// SRPE / rotary maps: one thread per pair (row, head, j); it reads both
+// members before writing either, so the map works in place. Pair j of a head
+// is (j, j + dh/2) (rotate-half) or (2j, 2j + 1) (interleaved).
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/srpe.hpp"
 
@@ -11,8 +12,8 @@ template <class T>
 __global__ void srpe_kernel(std::int64_t n, std::int64_t heads, std::int64_t half,
                             const T* x, std::int64_t ldx, const std::int32_t* pos,
                             std::int64_t npos, const float* cos_tab, std::int64_t ldc,
-                            const float* sin_tab, std::int64_t lds, float sign, T* y,
-                            std::int64_t ldy) {
+                            const float* sin_tab, std::int64_t lds, float sign, bool interleaved,
+                            T* y, std::int64_t ldy) {
   const std::int64_t per_row = heads * half, total = n * per_row;
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
        e += std::int64_t(gridDim.x) * blockDim.x) {
@@ -22,7 +23,8 @@ __global__ void srpe_kernel(std::int64_t n, std::int64_t heads, std::int64_t hal
     const bool ok = p >= 0 && p < npos;
     const float c = ok ? cos_tab[p * ldc + j] : NAN;
     const float sn = ok ? sign * sin_tab[p * lds + j] : NAN;
-    const std::int64_t ca = h * 2 * half + j, cb = ca + half;
+    const std::int64_t ca = h * 2 * half + (interleaved ? 2 * j : j),
+                       cb = ca + (interleaved ? 1 : half);
     const float a = to_float(x[i * ldx + ca]), b = to_float(x[i * ldx + cb]);
     y[i * ldy + ca] = from_float<T>(a * c - b * sn);
     y[i * ldy + cb] = from_float<T>(a * sn + b * c);
@@ -32,7 +34,8 @@ __global__ void srpe_kernel(std::int64_t n, std::int64_t heads, std::int64_t hal
 }  // namespace
 
 void srpe_apply(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
-                const Tensor& sin_tab, int head_dim, bool transpose, const Tensor& y, Stream s) {
+                const Tensor& sin_tab, int head_dim, bool interleaved, bool transpose,
+                const Tensor& y, Stream s) {
   const std::int64_t half = head_dim / 2, heads = x.cols() / head_dim;
   const std::int64_t pairs = x.rows() * heads * half;
   if (pairs == 0) return;
@@ -44,12 +47,9 @@ void srpe_apply(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
         static_cast<const std::int32_t*>(positions.data()), cos_tab.rows(),
         static_cast<const float*>(cos_tab.data()), cos_tab.ld(),
         static_cast<const float*>(sin_tab.data()), sin_tab.ld(), transpose ? -1.0f : 1.0f,
-        static_cast<T*>(y.data()), y.ld());
+        interleaved, static_cast<T*>(y.data()), y.ld());
   };
-  if (x.dtype() == DType::BF16)
-    launch(__nv_bfloat16{});
-  else
-    launch(float{});
+  with_compute_type(x.dtype(), launch);
   WIOLA_CHECK_LAUNCH("srpe_kernel");
 }
 

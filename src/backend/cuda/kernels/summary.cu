@@ -110,14 +110,6 @@ __global__ void sequence_bwd(std::int64_t rows, int seq, std::int64_t d, const T
   }
 }
 
-template <class F>
-void with_compute_type(DType dt, F&& f) {
-  if (dt == DType::BF16)
-    f(__nv_bfloat16{});
-  else
-    f(float{});
-}
-
 }  // namespace
 
 void summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq, const Tensor& s,

@@ -3,6 +3,7 @@
 // chunk's parameter-gradient partial sums in registers), then one pass that
 // adds the chunks' partials in chunk order. Each thread keeps the columns
 // j = threadIdx.x + k·blockDim.x (k < kNormPerThread) of a row in registers.
+// A null δ is plain RMSNorm (no shift, and no ddelta to add to).
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/wrmsnorm.hpp"
 
@@ -36,7 +37,7 @@ __global__ void __launch_bounds__(kNormMaxThreads)
   WIOLA_UNROLL
   for (int k = 0; k < kPer; ++k) {
     const int j = threadIdx.x + k * blockDim.x;
-    z[k] = j < d ? to_float(xi[j]) + to_float(delta[j]) : 0.0f;
+    z[k] = j < d ? to_float(xi[j]) + (delta ? to_float(delta[j]) : 0.0f) : 0.0f;
     ss += z[k] * z[k];
   }
   ss = block_sum(ss, scratch);
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(kNormMaxThreads)
   for (int k = 0; k < kPer; ++k) {
     const int j = threadIdx.x + k * blockDim.x;
     gam[k] = j < d ? to_float(gamma[j]) : 0.0f;
-    del[k] = j < d ? to_float(delta[j]) : 0.0f;
+    del[k] = j < d && delta ? to_float(delta[j]) : 0.0f;
     pg[k] = 0.0f;
     pd[k] = 0.0f;
   }
@@ -118,19 +119,11 @@ __global__ void wrmsnorm_bwd_params(std::int64_t chunks, int d, const float* par
     for (std::int64_t ch = slice; ch < chunks; ch += kSlices) sum += partial[ch * 2 * d + c];
   part[slice][lane] = sum;
   __syncthreads();
-  if (slice != 0 || c >= 2 * d) return;
+  if (slice != 0 || c >= 2 * d || (c >= d && !ddelta)) return;
   float total = 0.0f;
   for (int q = 0; q < kSlices; ++q) total += part[q][lane];
   float* out = c < d ? dgamma + c : ddelta + (c - d);
   *out += total;
-}
-
-template <class F>
-void with_compute_type(DType dt, F&& f) {
-  if (dt == DType::BF16)
-    f(__nv_bfloat16{});
-  else
-    f(float{});
 }
 
 }  // namespace

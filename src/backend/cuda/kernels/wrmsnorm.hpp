@@ -1,7 +1,8 @@
 #pragma once
 // WRMSNorm on the device: z = x + δ, y = γ ⊙ z · r, r = 1/sqrt(mean(z²) + eps),
 // with every statistic and reduction in fp32 (rstd and the parameter
-// gradients are fp32 tensors; x, γ, δ, y, dy, dx the compute dtype).
+// gradients are fp32 tensors; x, γ, δ, y, dy, dx the compute dtype). An
+// undefined δ (and ddelta) is plain RMSNorm.
 #include <cstdint>
 
 #include "backend/cuda/runtime.hpp"

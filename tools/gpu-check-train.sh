@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Step 4 of tools/gpu-check.sh: the main job's model (jobs/configs/embedded.ini,
+# wiola-mini) trained for 30 steps on the GPU in several layouts, every step's
+# loss and gradient norm compared with the same run on the CPU backend.
+#
+#   layouts: 1 rank; pp 2; pp 2 x dp 2 with ZeRO-1; pp 2 x dp 2 with ZeRO-2
+#   dtypes:  fp32 and bf16, both against the CPU in fp32 (the CPU computes in
+#            fp32 or fp64 only)
+#
+# With fewer GPUs than ranks the ranks share a device (the trainer prints the
+# transport it chose). The CPU run is the reference: the CPU backend is exact
+# and its layouts agree to rounding, so one CPU run serves every layout.
+#
+# Bounds at every step (the logs print loss to 4 decimals, grad-norm to 3):
+#   fp32: |loss difference| <= 2e-3, |grad-norm difference| <= 1e-2
+#   bf16: |loss difference| <= 1e-1, |grad-norm difference| <= 1e-1 (bf16
+#         weights and activations against fp32 ones: about 1.5% of the loss)
+# and the loss must fall by at least 0.5 over the run on every device.
+#
+# Usage: tools/gpu-check-train.sh WIOLA_TRAIN OUT_DIR
+# WIOLA_CHECK_DEVICE=cpu runs the "device" side on the CPU too (a check of this
+# script on a machine without a GPU).
+set -uo pipefail
+train=$1
+out=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+device=${WIOLA_CHECK_DEVICE:-cuda}
+mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+common=(--config "$root/jobs/configs/embedded.ini" --steps 30 --log-interval 1
+        --eval-interval 0 --comm-timeout 60)
+
+run() {  # name device dtype np extra-args...
+  local name=$1 dev=$2 dtype=$3 np=$4
+  shift 4
+  timeout 600 mpirun --oversubscribe --bind-to none -np "$np" -x OMP_NUM_THREADS=1 \
+    -x OPENBLAS_NUM_THREADS=1 "$train" "${common[@]}" --device "$dev" --dtype "$dtype" "$@" \
+    >"$out/$name.log" 2>&1
+}
+
+# Prints "max_loss_diff max_norm_diff steps first_loss last_loss" of two logs.
+compare() {
+  awk -F'|' '
+    function num(field,   parts) { split(field, parts, " "); return parts[2] + 0 }
+    /^step +[0-9]+\// {
+      split($1, s, " "); step = s[2] + 0
+      if (FILENAME == ARGV[1]) { ref_loss[step] = num($2); ref_norm[step] = num($4); next }
+      if (!(step in ref_loss)) next
+      n++
+      dl = num($2) - ref_loss[step]; if (dl < 0) dl = -dl; if (dl > ml) ml = dl
+      dn = num($4) - ref_norm[step]; if (dn < 0) dn = -dn; if (dn > mn) mn = dn
+      if (n == 1) first = num($2)
+      last = num($2)
+    }
+    END { printf "%.4f %.3f %d %.4f %.4f\n", ml, mn, n, first, last }' "$1" "$2"
+}
+
+# The reason a run failed: the trainer's last own line, else mpirun's first.
+why() {
+  grep '^wiola-train:' "$1" | tail -n 1 | grep . || grep -m1 -iE 'error|abort' "$1"
+}
+
+failed=0
+echo "| run | result |"
+echo "|-----|--------|"
+if ! run cpu-fp32 cpu fp32 4; then
+  echo "| cpu fp32 reference | FAILED: $(why "$out/cpu-fp32.log") |"
+  exit 1
+fi
+for dtype in fp32 bf16; do
+  if [ "$dtype" = fp32 ]; then loss_bound=0.002; norm_bound=0.01; else loss_bound=0.1; norm_bound=0.1; fi
+  for layout in "1:--pp 1 --dp 1 --stage-layers 4 --zero 0" "2:--pp 2 --dp 1" \
+                "4:--zero 1" "4:--zero 2"; do
+    np=${layout%%:*}
+    args=${layout#*:}
+    name="$device-$dtype-np$np-$(tr -d ' -' <<<"$args")"
+    # shellcheck disable=SC2086  # the layout's flags split on purpose
+    if ! run "$name" "$device" "$dtype" "$np" $args; then
+      echo "| $device $dtype, $np ranks ($args) | FAILED: $(why "$out/$name.log") |"
+      failed=1
+      continue
+    fi
+    read -r dl dn steps first last < <(compare "$out/cpu-fp32.log" "$out/$name.log")
+    transport=$(grep -m1 "^comm:" "$out/$name.log" | cut -c1-80)
+    memory=$(grep -m1 "^memory after the first step" "$out/$name.log" | sed 's/^[^:]*: //; s/,.*//')
+    verdict=ok
+    if [ "$steps" -ne 30 ] ||
+       awk -v dl="$dl" -v dn="$dn" -v lb="$loss_bound" -v nb="$norm_bound" -v f="$first" -v l="$last" \
+         'BEGIN { exit !(dl > lb || dn > nb || f - l < 0.5) }'; then
+      verdict=FAILED
+      failed=1
+    fi
+    echo "| $device $dtype, $np ranks ($args) | $verdict: $steps steps, loss $first -> $last, max |dloss| $dl (bound $loss_bound), max |dnorm| $dn (bound $norm_bound); memory GiB estimate / measured: $memory; $transport |"
+  done
+done
+exit $failed
