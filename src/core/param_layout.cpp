@@ -22,10 +22,24 @@ void ParamLayout::add(std::string name, int layer, std::int64_t rows, std::int64
   entries_.push_back(std::move(p));
 }
 
-ParamLayout::ParamLayout(const ModelConfig& c, const StageSpec& s) {
-  require(0 <= s.first_layer && s.first_layer <= s.end_layer && s.end_layer <= c.L,
-          "stage layers [", s.first_layer, ", ", s.end_layer, ") do not fit a model of ", c.L,
-          " layers");
+ParamLayout::ParamLayout(const ModelConfig& c, const StageSpec& s)
+    : ParamLayout(c, std::span<const StageSpec>(&s, 1)) {}
+
+ParamLayout::ParamLayout(const ModelConfig& c, std::span<const StageSpec> chunks) {
+  require(!chunks.empty(), "a stage must hold at least one chunk of layers");
+  StageSpec s{chunks.front().first_layer, chunks.front().end_layer, false, false};
+  std::vector<int> layers;  // every layer held, ascending
+  for (const StageSpec& k : chunks) {
+    require(0 <= k.first_layer && k.first_layer <= k.end_layer && k.end_layer <= c.L,
+            "stage layers [", k.first_layer, ", ", k.end_layer, ") do not fit a model of ", c.L,
+            " layers");
+    require(layers.empty() || k.first_layer >= layers.back() + 1,
+            "a stage's chunks must hold ascending, disjoint layer ranges (layer ", k.first_layer,
+            " follows layer ", layers.empty() ? -1 : layers.back(), ")");
+    for (int l = k.first_layer; l < k.end_layer; ++l) layers.push_back(l);
+    s.embed = s.embed || k.embed;
+    s.head = s.head || k.head;
+  }
   const std::int64_t d = c.d, hd = std::int64_t(c.H) * c.head_dim(),
                      kvd = std::int64_t(c.Hkv) * c.head_dim();
   const double std_in = c.init_std, std_out = c.init_std / std::sqrt(2.0 * c.L);
@@ -37,7 +51,7 @@ ParamLayout::ParamLayout(const ModelConfig& c, const StageSpec& s) {
   if (!c.main_family()) {
     // Wiola 13M (SPEC "The Wiola 13M variant"): no δ, no biases but the gate's.
     const std::int64_t H = c.H, dh = c.head_dim(), dff = c.dff;
-    for (int l = s.first_layer; l < s.end_layer; ++l) {
+    for (int l : layers) {
       auto n = [&](const char* r, std::int64_t rows, std::int64_t cols, bool decay,
                    InitKind init, double value) {
         add(names::layer_param(l, r), l, rows, cols, decay, init, value);
@@ -58,7 +72,7 @@ ParamLayout::ParamLayout(const ModelConfig& c, const StageSpec& s) {
     if (s.head) add(names::kFinalNormGamma, -1, 1, d, false, constant, 1.0);
     return;
   }
-  for (int l = s.first_layer; l < s.end_layer; ++l) {
+  for (int l : layers) {
     auto n = [&](const char* r, std::int64_t rows, std::int64_t cols, bool decay, InitKind init,
                  double value) { add(names::layer_param(l, r), l, rows, cols, decay, init, value); };
     n(role::kAttnNormGamma, 1, d, false, constant, 1.0);

@@ -5,6 +5,7 @@
 // Entries appear in canonical order, so the one-stage layout is the order of
 // SPEC.md and a pipeline stage's layout is a sub-sequence of it.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ class ParamLayout {
  public:
   ParamLayout() = default;
   ParamLayout(const ModelConfig& c, const StageSpec& s);
+  // The parameters of several chunks on one rank (interleaved schedules):
+  // the embedding first, then every chunk's layers, then the final norm.
+  ParamLayout(const ModelConfig& c, std::span<const StageSpec> chunks);
 
   const std::vector<ParamSpec>& entries() const { return entries_; }
   std::int64_t total() const { return total_; }

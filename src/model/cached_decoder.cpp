@@ -10,8 +10,9 @@ namespace wiola {
 
 CachedDecoder::CachedDecoder(const StageModel& model)
     : model_(model), be_(model.backend()), c_(model.config()) {
-  const StageSpec& spec = model.spec();
-  require(spec.embed && spec.head && spec.first_layer == 0 && spec.end_layer == c_.L,
+  const StageSpec& spec = model.chunk(0);
+  require(model.num_chunks() == 1 && spec.embed && spec.head && spec.first_layer == 0 &&
+              spec.end_layer == c_.L,
           "the cached decoder needs the whole model on one stage, got layers [",
           spec.first_layer, ", ", spec.end_layer, ")");
   if (!c_.main_family()) {

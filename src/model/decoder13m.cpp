@@ -11,8 +11,8 @@ namespace wiola {
 Wiola13mDecoder::Wiola13mDecoder(const StageModel& model)
     : model_(model), be_(model.backend()), c_(model.config()), dtype_(model.dtype()) {
   require(!c_.main_family(), "the cached decoder is for arch wiola13m, not ", arch_name(c_.arch));
-  const StageSpec& s = model.spec();
-  require(s.embed && s.head && s.first_layer == 0 && s.end_layer == c_.L,
+  const StageSpec& s = model.chunk(0);
+  require(model.num_chunks() == 1 && s.embed && s.head && s.first_layer == 0 && s.end_layer == c_.L,
           "the cached decoder needs the whole model on one stage");
   std::vector<double> cos_tab, sin_tab;
   spiral_rope_coefficients(c_.T, c_.head_dim(), c_.theta0, c_.alpha, cos_tab, sin_tab);

@@ -300,12 +300,14 @@ Tensor DecoderLayer::dsff_forward(const Tensor& xn2, LayerSaved& s) const {
 }
 
 Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
-                              std::span<const Tensor> dctx, LayerSaved& s) {
+                              std::span<const Tensor> dctx, LayerSaved& s,
+                              WeightGradQueue* defer) {
   const std::int64_t N = dy.rows();
   const int d = c_.d;
   require(s.plan != nullptr, "layer ", index_, ": backward without a forward");
   const DevicePlan& plan = *s.plan;
   g_ = LayerWeights::grads(*store_, index_);
+  defer_ = defer;
 
   // Residual: dX½ = dX' + WRMSNorm'ᵀ(DSFF'ᵀ dX').
   Tensor dxh = alloc(N, d);
@@ -316,6 +318,11 @@ Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
 
   // Attention branch: dA = dX½ (through the unmerge copy in paper mode).
   Tensor da = dxh;
+  if (defer_ && plan.kind != PlanKind::Paper) {
+    // The queued dWo reads dA after the last norm below has added into dX½.
+    da = alloc(N, d);
+    be_.copy(dxh, da);
+  }
   if (plan.kind == PlanKind::Paper) {
     da = alloc(N, d);
     Tensor none = be_.alloc(DType::I32, N, 1);
@@ -343,6 +350,8 @@ Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
                    g_.attn_delta);
   s = LayerSaved{};
   g_ = LayerWeights{};
+  if (defer_) defer_->layer_done(index_);
+  defer_ = nullptr;
   return dxh;
 }
 
@@ -358,7 +367,7 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
 
   Tensor dyv = alloc(N, hd);
   be_.linear_bwd_data(da, w_.wo, dyv, false);
-  be_.linear_bwd_weight(da, s.y, g_.wo);
+  linear_weight_grad(be_, defer_, da, s.y, g_.wo);
   Tensor dglog = alloc(N, hd), d_o = alloc(N, hd);
   be_.sigmoid_mul_bwd(s.glog, s.o, dyv, dglog, d_o);
 
@@ -378,20 +387,20 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
 
   // Context projections: gradients into the summaries and their weights.
   for (std::size_t c = 0; c < ctx.size(); ++c) {
-    be_.linear_bwd_weight(dckv[c], ctx[c], g_.wckv);
+    linear_weight_grad(be_, defer_, dckv[c], ctx[c], g_.wckv);
     be_.linear_bwd_data(dckv[c], w_.wckv, dctx[c], true);
   }
 
   be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dq);
   be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dk);
 
-  be_.linear_bwd_weight(dq, xq, g_.wq);
-  be_.linear_bwd_weight(dglog, xq, g_.wgate);
+  linear_weight_grad(be_, defer_, dq, xq, g_.wq);
+  linear_weight_grad(be_, defer_, dglog, xq, g_.wgate);
   Tensor dxq = alloc(N, c_.d);
   be_.linear_bwd_data(dq, w_.wq, dxq, false);
   be_.linear_bwd_data(dglog, w_.wgate, dxq, true);
 
-  be_.linear_bwd_weight(dkv, xkv, g_.wkv);
+  linear_weight_grad(be_, defer_, dkv, xkv, g_.wkv);
   if (plan.kind == PlanKind::Paper) {
     // Keys and values came from the query rows: add straight into dxq.
     be_.linear_bwd_data(dkv, w_.wkv, dxq, true);
@@ -412,15 +421,15 @@ Tensor DecoderLayer::dsff_backward(const Tensor& dout, LayerSaved& s) {
   Tensor dfl = alloc(N, d), dab = alloc(N, 2 * d);
   const Tensor da = dab.cols_slice(0, d), db = dab.cols_slice(d, 2 * d);
   be_.fusion_bwd(s.fl, a, b, dout, dfl, da, db);
-  be_.linear_bwd_weight(dfl, s.ab, g_.fuse);
+  linear_weight_grad(be_, defer_, dfl, s.ab, g_.fuse);
   be_.linear_bwd_data(dfl, w_.fuse, dab, true);
 
   Tensor dha = alloc(N, c_.dA);
   be_.linear_bwd_data(da, w_.a_down, dha, false);
-  be_.linear_bwd_weight(da, s.ha, g_.a_down);
+  linear_weight_grad(be_, defer_, da, s.ha, g_.a_down);
   Tensor dhb = alloc(N, c_.dB);
   be_.linear_bwd_data(db, w_.b_down, dhb, false);
-  be_.linear_bwd_weight(db, s.hb, g_.b_down);
+  linear_weight_grad(be_, defer_, db, s.hb, g_.b_down);
 
   Tensor dub = alloc(N, c_.dB);
   be_.gelu_bwd(s.ub, dhb, dub);
@@ -429,9 +438,9 @@ Tensor DecoderLayer::dsff_backward(const Tensor& dout, LayerSaved& s) {
 
   Tensor dxn2 = alloc(N, d);
   be_.linear_bwd_data(dub, w_.b_up, dxn2, false);
-  be_.linear_bwd_weight(dub, s.xn2, g_.b_up);
+  linear_weight_grad(be_, defer_, dub, s.xn2, g_.b_up);
   be_.linear_bwd_data(dgu, w_.a_gate_up, dxn2, true);
-  be_.linear_bwd_weight(dgu, s.xn2, g_.a_gate_up);
+  linear_weight_grad(be_, defer_, dgu, s.xn2, g_.a_gate_up);
   return dxn2;
 }
 

@@ -9,6 +9,7 @@
 #include "backend/backend.hpp"
 #include "core/model_config.hpp"
 #include "model/param_store.hpp"
+#include "model/weight_grad_queue.hpp"
 #include "model/token_plan.hpp"
 
 namespace wiola {
@@ -86,8 +87,10 @@ class DecoderLayer {
                  std::shared_ptr<const DevicePlan> plan, int batch, int seq, LayerSaved& s);
   // dy: gradient of the output. Returns dx; adds the gradient of each context
   // summary into dctx[c] and parameter gradients into the grad store.
+  // With `defer`, the weight-gradient products are queued there instead
+  // (a split backward's B; the queue's run() is its W).
   Tensor backward(const Tensor& dy, std::span<const Tensor> ctx, std::span<const Tensor> dctx,
-                  LayerSaved& s);
+                  LayerSaved& s, WeightGradQueue* defer = nullptr);
 
   // Inference with a key/value cache (no ATM, nothing kept for a backward):
   // x [n, d] holds positions past..past+n-1 of one sequence, ctx this layer's
@@ -124,6 +127,7 @@ class DecoderLayer {
   int index_;
   LayerWeights w_, g_;
   const ParamStore* store_;
+  WeightGradQueue* defer_ = nullptr;  // during a split backward
 };
 
 }  // namespace wiola

@@ -141,7 +141,7 @@ Tensor Wiola13mLayer::forward(const Tensor& x, std::shared_ptr<const DevicePlan>
   return out;
 }
 
-Tensor Wiola13mLayer::backward(const Tensor& dy, Layer13mSaved& s) {
+Tensor Wiola13mLayer::backward(const Tensor& dy, Layer13mSaved& s, WeightGradQueue* defer) {
   require(s.plan != nullptr, "layer ", index_, ": backward without a forward");
   const DevicePlan& plan = *s.plan;
   const std::int64_t N = dy.rows();
@@ -149,28 +149,36 @@ Tensor Wiola13mLayer::backward(const Tensor& dy, Layer13mSaved& s) {
   const std::int64_t hd = std::int64_t(H) * dh, kvd = std::int64_t(c_.Hkv) * dh,
                      dff = c_.dff;
   g_ = Layer13mWeights::grads(*store_, index_);
+  defer_ = defer;
 
   // FFN: dh' = dy + RMSNorm'ᵀ(FFN'ᵀ dy).
   Tensor dxh = alloc(N, d);
   be_.copy(dy, dxh);
   Tensor dr = alloc(N, dff);
   be_.linear_bwd_data(dy, w_.down, dr, false);
-  be_.linear_bwd_weight(dy, s.r, g_.down);
+  linear_weight_grad(be_, defer_, dy, s.r, g_.down);
   Tensor dab = alloc(N, 2 * dff);
   be_.silu_mul_bwd(s.ab.cols_slice(0, dff), s.ab.cols_slice(dff, 2 * dff), dr,
                    dab.cols_slice(0, dff), dab.cols_slice(dff, 2 * dff));
   Tensor dxn2 = alloc(N, d);
   be_.linear_bwd_data(dab, w_.up, dxn2, false);
-  be_.linear_bwd_weight(dab, s.xn2, g_.up);
+  linear_weight_grad(be_, defer_, dab, s.xn2, g_.up);
   be_.linear_bwd_data(dr, w_.bypass, dxn2, true);
-  be_.linear_bwd_weight(dr, s.xn2, g_.bypass);
+  linear_weight_grad(be_, defer_, dr, s.xn2, g_.bypass);
   be_.wrmsnorm_bwd(s.xh, w_.ffn_gamma, Tensor{}, s.rstd2, dxn2, dxh, true, g_.ffn_gamma,
                    Tensor{});
 
   // Attention core.
   Tensor d_o = alloc(N, hd);
   be_.linear_bwd_data(dxh, w_.wo, d_o, false);
-  be_.linear_bwd_weight(dxh, s.o, g_.wo);
+  if (defer_) {
+    // The queued dWo reads dh' after the last norm below has added into it.
+    Tensor dh_out = alloc(N, d);
+    be_.copy(dxh, dh_out);
+    linear_weight_grad(be_, defer_, dh_out, s.o, g_.wo);
+  } else {
+    linear_weight_grad(be_, defer_, dxh, s.o, g_.wo);
+  }
   Tensor dqs = alloc(N, hd), dk = alloc(N, kvd), dv = alloc(N, kvd);
   const AttentionDims dims{s.batch, s.seq, H, c_.Hkv, dh};
   be_.attention_bwd(dims, s.qs, s.k, s.v, {}, {}, Tensor{}, plan.index, s.o, Tensor{}, s.lse,
@@ -184,12 +192,12 @@ Tensor Wiola13mLayer::backward(const Tensor& dy, Layer13mSaved& s) {
   Tensor dglog = alloc(N, H), unused = alloc(N, H);
   be_.sigmoid_mul_bwd(s.glog, one, dg, dglog, unused);
   be_.embedding_bwd(zero_rows(N), dglog, g_.gate_b2);  // Σ over rows into db2
-  be_.linear_bwd_weight(dglog, s.su, g_.gate_w2);
+  linear_weight_grad(be_, defer_, dglog, s.su, g_.gate_w2);
   Tensor dsu = alloc(N, H);
   be_.linear_bwd_data(dglog, w_.gate_w2, dsu, false);
   Tensor du = alloc(N, H);
   be_.silu_mul_bwd(s.u, one, dsu, du, unused);
-  be_.linear_bwd_weight(du, s.c, g_.gate_w1);
+  linear_weight_grad(be_, defer_, du, s.c, g_.gate_w1);
   Tensor dc = alloc(N, dh);
   be_.linear_bwd_data(du, w_.gate_w1, dc, false);
   Tensor dm = alloc(N, dh);  // zero; summary_bwd adds
@@ -201,9 +209,9 @@ Tensor Wiola13mLayer::backward(const Tensor& dy, Layer13mSaved& s) {
   be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Interleaved, dk);
   if (c_.gate == GateSource::Pre) be_.head_mean_bwd(dm, dh, dq, true);
 
-  be_.linear_bwd_weight(dq, s.xn, g_.wq);
-  be_.linear_bwd_weight(dk, s.xn, g_.wk);
-  be_.linear_bwd_weight(dv, s.xn, g_.wv);
+  linear_weight_grad(be_, defer_, dq, s.xn, g_.wq);
+  linear_weight_grad(be_, defer_, dk, s.xn, g_.wk);
+  linear_weight_grad(be_, defer_, dv, s.xn, g_.wv);
   Tensor dxn = alloc(N, d);
   be_.linear_bwd_data(dq, w_.wq, dxn, false);
   be_.linear_bwd_data(dk, w_.wk, dxn, true);
@@ -212,6 +220,8 @@ Tensor Wiola13mLayer::backward(const Tensor& dy, Layer13mSaved& s) {
                    Tensor{});
   s = Layer13mSaved{};
   g_ = Layer13mWeights{};
+  if (defer_) defer_->layer_done(index_);
+  defer_ = nullptr;
   return dxh;
 }
 

@@ -16,6 +16,7 @@
 #include "core/model_config.hpp"
 #include "model/layer.hpp"
 #include "model/param_store.hpp"
+#include "model/weight_grad_queue.hpp"
 
 namespace wiola {
 
@@ -51,7 +52,9 @@ class Wiola13mLayer {
                  Layer13mSaved& s);
   // dy: gradient of the output. Returns dx; adds parameter gradients into the
   // grad store. Releases `s`.
-  Tensor backward(const Tensor& dy, Layer13mSaved& s);
+  // With `defer`, the weight-gradient products are queued there (as
+  // DecoderLayer::backward).
+  Tensor backward(const Tensor& dy, Layer13mSaved& s, WeightGradQueue* defer = nullptr);
 
  private:
   Tensor alloc(std::int64_t rows, std::int64_t cols) const;
@@ -64,6 +67,7 @@ class Wiola13mLayer {
   const ModelConfig& c_;
   int index_;
   Layer13mWeights w_, g_;
+  WeightGradQueue* defer_ = nullptr;  // during a split backward
   const ParamStore* store_;
 };
 

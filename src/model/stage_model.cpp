@@ -11,10 +11,19 @@ namespace wiola {
 
 StageModel::StageModel(Backend& backend, const ModelConfig& config, const StageSpec& spec,
                        DType dtype)
-    : backend_(backend), config_(config), spec_(spec), dtype_(dtype),
-      params_(backend, ParamLayout(config, spec), dtype) {
+    : StageModel(backend, config, std::vector<StageSpec>{spec}, dtype) {}
+
+StageModel::StageModel(Backend& backend, const ModelConfig& config,
+                       std::vector<StageSpec> chunks, DType dtype)
+    : backend_(backend), config_(config), chunks_(std::move(chunks)), dtype_(dtype),
+      params_(backend, ParamLayout(config, chunks_), dtype) {
   config_.validate();
-  require(spec.num_layers() >= 1, "a stage must hold at least one layer");
+  for (std::size_t c = 0; c < chunks_.size(); ++c) {
+    require(chunks_[c].num_layers() >= 1, "a stage (chunk ", c, ") must hold at least one layer");
+    require(!chunks_[c].embed || c == 0, "only a stage's first chunk can hold the embedding");
+    require(!chunks_[c].head || c + 1 == chunks_.size(),
+            "only a stage's last chunk can hold the head");
+  }
   shared_.backend = &backend_;
   shared_.config = &config_;
   shared_.dtype = dtype_;
@@ -31,12 +40,24 @@ StageModel::StageModel(Backend& backend, const ModelConfig& config, const StageS
   shared_.srpe_sin = backend_.alloc(wide_dtype(dtype_), config_.T, half);
   from_host_f64(backend_, cos_tab, shared_.srpe_cos);
   from_host_f64(backend_, sin_tab, shared_.srpe_sin);
-  for (int l = spec_.first_layer; l < spec_.end_layer; ++l) {
-    if (config_.main_family())
-      layers_.emplace_back(shared_, l, LayerWeights::params(params_, l), params_);
-    else
-      layers13m_.emplace_back(shared_, l, Layer13mWeights::params(params_, l), params_);
+  std::size_t held = 0;
+  for (const StageSpec& chunk : chunks_) {
+    chunk_begin_.push_back(held);
+    for (int l = chunk.first_layer; l < chunk.end_layer; ++l, ++held) {
+      if (config_.main_family())
+        layers_.emplace_back(shared_, l, LayerWeights::params(params_, l), params_);
+      else
+        layers13m_.emplace_back(shared_, l, Layer13mWeights::params(params_, l), params_);
+    }
   }
+  chunk_begin_.push_back(held);
+}
+
+std::vector<int> StageModel::held_layers() const {
+  std::vector<int> out;
+  for (const StageSpec& c : chunks_)
+    for (int l = c.first_layer; l < c.end_layer; ++l) out.push_back(l);
+  return out;
 }
 
 Tensor StageModel::final_delta(bool grad) const {
@@ -51,8 +72,9 @@ Tensor StageModel::alloc(std::int64_t rows, std::int64_t cols) const {
 
 int StageModel::carry_count(int layer) const { return boundary_carry(config_, layer); }
 
-int StageModel::summary_base() const {
-  return spec_.first_layer - carry_count(spec_.first_layer);
+int StageModel::summary_base(int chunk) const {
+  const int first = chunks_[std::size_t(chunk)].first_layer;
+  return first - carry_count(first);
 }
 
 std::shared_ptr<const DevicePlan> StageModel::plain_plan_for(int batch, int seq) {
@@ -77,13 +99,17 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   require(B > 0 && T > 0, "forward: empty micro-batch (", B, " x ", T, ")");
   require(T <= config_.T, "forward: sequence length ", T, " exceeds the model context T = ",
           config_.T);
+  require(in.chunk >= 0 && in.chunk < num_chunks(), "forward: chunk ", in.chunk, " of a stage of ",
+          num_chunks());
+  const StageSpec& spec = chunks_[std::size_t(in.chunk)];
   saved = StageSaved{};
+  saved.chunk = in.chunk;
   saved.batch = B;
   saved.seq = T;
 
-  if (before_layer && (spec_.embed || spec_.head)) before_layer(-1);
+  if (before_layer && (spec.embed || spec.head)) before_layer(-1);
   Tensor x;
-  if (spec_.embed) {
+  if (spec.embed) {
     require(in.tokens.defined() && in.tokens.rows() == N, "forward: first stage needs ", N,
             " tokens");
     saved.tokens = in.tokens;
@@ -92,9 +118,9 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   } else {
     require(in.x.defined() && in.x.rows() == N && in.x.cols() == d,
             "forward: stage input must be ", N, "x", d);
-    require(static_cast<int>(in.carry.size()) == carry_count(spec_.first_layer),
-            "forward: stage starting at layer ", spec_.first_layer, " needs ",
-            carry_count(spec_.first_layer), " carried summaries, got ", in.carry.size());
+    require(static_cast<int>(in.carry.size()) == carry_count(spec.first_layer),
+            "forward: stage starting at layer ", spec.first_layer, " needs ",
+            carry_count(spec.first_layer), " carried summaries, got ", in.carry.size());
     x = in.x;
     saved.summaries = in.carry;
   }
@@ -102,10 +128,12 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   if (!config_.main_family()) {
     x = forward_layers_13m(x, training, saved, before_layer);
   }
-  const int base = summary_base();
-  saved.layers.resize(layers_.size());
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    DecoderLayer& layer = layers_[i];
+  const int base = summary_base(in.chunk);
+  const std::size_t begin = chunk_begin_[std::size_t(in.chunk)];
+  const std::size_t count = config_.main_family() ? chunk_begin_[std::size_t(in.chunk) + 1] - begin : 0;
+  saved.layers.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    DecoderLayer& layer = layers_[begin + i];
     const int l = layer.index();
     saved.summaries.push_back(summary_of(x, B, T));  // s_l
     const int ctx_first = std::max(base, l - config_.Lambda + 1);
@@ -128,7 +156,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   }
 
   StageOutput out;
-  if (spec_.head) {
+  if (spec.head) {
     saved.x_last = x;
     saved.xf = alloc(N, d);
     saved.rstd_f = backend_.alloc(wide_dtype(dtype_), N, 1);
@@ -146,7 +174,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     backend_.sum(loss, out.loss_sum);
   } else {
     out.x = x;
-    const int k = carry_count(spec_.end_layer);
+    const int k = carry_count(spec.end_layer);
     out.carry.assign(saved.summaries.end() - k, saved.summaries.end());
   }
   saved.pending = true;
@@ -155,22 +183,27 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
 
 StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dcarry_out,
                                 double loss_scale, StageSaved& saved,
-                                const std::function<void(int)>& layer_done) {
+                                const std::function<void(int)>& layer_done_now, bool split) {
   require(saved.pending, "backward: no forward pending for this micro-batch");
   const int B = saved.batch, T = saved.seq, d = config_.d;
   const std::int64_t N = std::int64_t(B) * T;
-  const int base = summary_base();
+  const int chunk = saved.chunk;
+  const StageSpec& spec = chunks_[std::size_t(chunk)];
+  const int base = summary_base(chunk);
+  WeightGradQueue* defer = split ? &saved.deferred : nullptr;
+  const std::function<void(int)> none;
+  const std::function<void(int)>& layer_done = split ? none : layer_done_now;
 
   // Gradient accumulators of every summary this stage touched.
   std::vector<Tensor> ds;
   for (const Tensor& s : saved.summaries) ds.push_back(alloc(s.rows(), s.cols()));
 
   Tensor dx;
-  if (spec_.head) {
+  if (spec.head) {
     // The logits buffer becomes its own gradient.
     backend_.cross_entropy_bwd(saved.logits, saved.targets, saved.lse, loss_scale, saved.logits);
     const Tensor embed = params_.param(param_names::kEmbed);
-    backend_.linear_bwd_weight(saved.logits, saved.xf, params_.grad(param_names::kEmbed));
+    linear_weight_grad(backend_, defer, saved.logits, saved.xf, params_.grad(param_names::kEmbed));
     Tensor dxf = alloc(N, d);
     backend_.linear_bwd_data(saved.logits, embed, dxf, false);
     dx = alloc(N, d);
@@ -180,7 +213,7 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
   } else {
     require(dx_out.defined() && dx_out.rows() == N && dx_out.cols() == d,
             "backward: output gradient must be ", N, "x", d);
-    const int k = carry_count(spec_.end_layer);
+    const int k = carry_count(spec.end_layer);
     require(static_cast<int>(dcarry_out.size()) == k, "backward: expected ", k,
             " carried summary gradients, got ", dcarry_out.size());
     dx = alloc(N, d);
@@ -188,9 +221,10 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
     for (int j = 0; j < k; ++j) backend_.axpy(1.0, dcarry_out[j], ds[ds.size() - k + j]);
   }
 
-  if (!config_.main_family()) dx = backward_layers_13m(dx, saved, layer_done);
-  for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
-    DecoderLayer& layer = layers_[i];
+  if (!config_.main_family()) dx = backward_layers_13m(dx, saved, layer_done, defer);
+  const std::size_t begin = chunk_begin_[std::size_t(chunk)];
+  for (int i = static_cast<int>(saved.layers.size()) - 1; i >= 0; --i) {
+    DecoderLayer& layer = layers_[begin + std::size_t(i)];
     const int l = layer.index();
     const int ctx_first = std::max(base, l - config_.Lambda + 1);
     const std::size_t off = ctx_first - base, n = l - ctx_first + 1;
@@ -201,21 +235,34 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
       layer.forward(ls.x, ctx, ls.plan, B, T, again);
       ls = std::move(again);
     }
-    dx = layer.backward(dx, ctx, std::span<const Tensor>(ds.data() + off, n), ls);
+    dx = layer.backward(dx, ctx, std::span<const Tensor>(ds.data() + off, n), ls, defer);
     // Every user of s_l (layers l .. l+Λ-1, and the next stage) is done now.
     backend_.summary_bwd(config_.summary, ds[l - base], B, T, dx);
     if (layer_done) layer_done(l);
   }
 
   StageGrads g;
-  if (spec_.embed) {
+  if (spec.embed) {
     backend_.embedding_bwd(saved.tokens, dx, params_.grad(param_names::kEmbed));
   } else {
     g.dx = dx;
-    g.dcarry.assign(ds.begin(), ds.begin() + (spec_.first_layer - base));
+    g.dcarry.assign(ds.begin(), ds.begin() + (spec.first_layer - base));
   }
-  saved = StageSaved{};
+  if (split) {
+    WeightGradQueue deferred = std::move(saved.deferred);
+    saved = StageSaved{};
+    saved.deferred = std::move(deferred);
+    saved.weights_pending = true;
+  } else {
+    saved = StageSaved{};
+  }
   return g;
+}
+
+void StageModel::backward_weights(StageSaved& saved, const std::function<void(int)>& layer_done) {
+  require(saved.weights_pending, "backward: no weight gradients pending for this micro-batch");
+  saved.deferred.run(backend_, layer_done);
+  saved = StageSaved{};
 }
 
 }  // namespace wiola
@@ -226,9 +273,10 @@ Tensor StageModel::forward_layers_13m(Tensor x, bool training, StageSaved& saved
                                       const std::function<void(int)>& before_layer) {
   const int B = saved.batch, T = saved.seq;
   const std::shared_ptr<const DevicePlan> plan = plain_plan_for(B, T);
-  saved.layers13m.resize(layers13m_.size());
-  for (std::size_t i = 0; i < layers13m_.size(); ++i) {
-    Wiola13mLayer& layer = layers13m_[i];
+  const std::size_t begin = chunk_begin_[std::size_t(saved.chunk)];
+  saved.layers13m.resize(chunk_begin_[std::size_t(saved.chunk) + 1] - begin);
+  for (std::size_t i = 0; i < saved.layers13m.size(); ++i) {
+    Wiola13mLayer& layer = layers13m_[begin + i];
     Layer13mSaved& ls = saved.layers13m[i];
     const Tensor input = x;
     if (before_layer) before_layer(layer.index());
@@ -244,17 +292,19 @@ Tensor StageModel::forward_layers_13m(Tensor x, bool training, StageSaved& saved
 }
 
 Tensor StageModel::backward_layers_13m(Tensor dx, StageSaved& saved,
-                                       const std::function<void(int)>& layer_done) {
+                                       const std::function<void(int)>& layer_done,
+                                       WeightGradQueue* defer) {
   const int B = saved.batch, T = saved.seq;
-  for (int i = static_cast<int>(layers13m_.size()) - 1; i >= 0; --i) {
-    Wiola13mLayer& layer = layers13m_[i];
+  const std::size_t begin = chunk_begin_[std::size_t(saved.chunk)];
+  for (int i = static_cast<int>(saved.layers13m.size()) - 1; i >= 0; --i) {
+    Wiola13mLayer& layer = layers13m_[begin + std::size_t(i)];
     Layer13mSaved& ls = saved.layers13m[i];
     if (recompute_) {
       Layer13mSaved again;
       layer.forward(ls.x, ls.plan, B, T, again);
       ls = std::move(again);
     }
-    dx = layer.backward(dx, ls);
+    dx = layer.backward(dx, ls, defer);
     if (layer_done) layer_done(layer.index());
   }
   return dx;

@@ -2,6 +2,8 @@
 // A pipeline stage of the Wiola model: a contiguous range of decoder layers,
 // plus the embedding on the first stage and final norm + tied head + loss on
 // the last. The one-process trainer runs a single stage holding everything.
+// Under an interleaved schedule a rank holds several such chunks (virtual
+// stages) in one parameter store; each forward and backward runs one chunk.
 //
 // What crosses a stage boundary (docs/pipeline.md): the activation X_b and the
 // GCLA summaries later layers still need but cannot recompute — with Λ = 2,
@@ -24,6 +26,7 @@ namespace wiola {
 
 // Inputs of one micro-batch of B sequences of T tokens.
 struct StageInput {
+  int chunk = 0;              // which of the stage's chunks runs
   int batch = 0, seq = 0;
   Tensor tokens;              // I32 [B*T, 1], first stage
   Tensor targets;             // I32 [B*T, 1], last stage (-1: ignored)
@@ -49,6 +52,7 @@ struct StageGrads {
 
 // Everything a micro-batch keeps from forward to backward on this stage.
 struct StageSaved {
+  int chunk = 0;
   int batch = 0, seq = 0;
   Tensor tokens, targets;
   std::vector<Tensor> summaries;  // s_j for j in [summary_base, end_layer)
@@ -57,19 +61,29 @@ struct StageSaved {
   Tensor x_last, xf, rstd_f, logits, lse;
   bool pending = false;
   std::int64_t merged_tokens = 0;  // Σ T' over the ATM layers (statistics)
+  // A split backward's queued weight-gradient products (between B and W).
+  WeightGradQueue deferred;
+  bool weights_pending = false;
 };
 
 class StageModel {
  public:
   StageModel(Backend& backend, const ModelConfig& config, const StageSpec& spec, DType dtype);
+  // Several chunks in ascending layer order, sharing one parameter store.
+  StageModel(Backend& backend, const ModelConfig& config, std::vector<StageSpec> chunks,
+             DType dtype);
 
   const ModelConfig& config() const { return config_; }
-  const StageSpec& spec() const { return spec_; }
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
+  const StageSpec& chunk(int c) const { return chunks_.at(static_cast<std::size_t>(c)); }
+  const std::vector<StageSpec>& chunks() const { return chunks_; }
+  // Every layer held, ascending.
+  std::vector<int> held_layers() const;
   ParamStore& params() { return params_; }
   const ParamStore& params() const { return params_; }
   Backend& backend() const { return backend_; }
   DType dtype() const { return dtype_; }
-  // The stage's layers, first_layer first (the cached decoder runs them itself).
+  // The stage's layers in chunk order (the cached decoder runs them itself).
   const std::vector<DecoderLayer>& layers() const { return layers_; }
 
   // Activation recomputation (--recompute full): a training forward keeps
@@ -82,37 +96,45 @@ class StageModel {
   // in Wiola 13M).
   int carry_count(int layer) const;
 
-  // Forward of one micro-batch. `training` turns ATM on in its layers.
+  // Forward of one micro-batch through chunk in.chunk. `training` turns ATM
+  // on in its layers.
   // `before_layer(l)`, when set, runs before layer l's forward, and
   // before_layer(-1) before the embedding or the head first use their
   // parameters (ZeRO's parameter gather finishes there).
   StageOutput forward(const StageInput& in, bool training, StageSaved& saved,
                       const std::function<void(int)>& before_layer = {});
-  // Backward of the micro-batch in `saved`. The last stage starts from
+  // Backward of the micro-batch in `saved` (its chunk). The last stage starts from
   // loss_scale · Σ loss (pass dx/dcarry empty); other stages take the
   // gradients of their outputs. Parameter gradients are added to params().grads().
   // `layer_done(l)`, when set, runs right after layer l's parameter gradients
   // are complete for this micro-batch (ZeRO-2 starts reducing them then).
+  // With `split`, this is a zero-bubble schedule's B: the weight-gradient
+  // products are queued in `saved` and layer_done is not called; then
+  // backward_weights (W) completes them.
   StageGrads backward(const Tensor& dx_out, std::span<const Tensor> dcarry_out,
                       double loss_scale, StageSaved& saved,
-                      const std::function<void(int)>& layer_done = {});
+                      const std::function<void(int)>& layer_done = {}, bool split = false);
+  // W: the weight gradients a split backward left in `saved`; layer_done(l)
+  // after each layer's.
+  void backward_weights(StageSaved& saved, const std::function<void(int)>& layer_done = {});
 
  private:
   std::shared_ptr<const DevicePlan> plain_plan_for(int batch, int seq);
   Tensor alloc(std::int64_t rows, std::int64_t cols) const;
-  int summary_base() const;
+  int summary_base(int chunk) const;
   Tensor summary_of(const Tensor& x, int batch, int seq);
   // Wiola 13M's layers, forward and backward (no summaries).
   Tensor forward_layers_13m(Tensor x, bool training, StageSaved& saved,
                             const std::function<void(int)>& before_layer);
   Tensor backward_layers_13m(Tensor dx, StageSaved& saved,
-                             const std::function<void(int)>& layer_done);
+                             const std::function<void(int)>& layer_done, WeightGradQueue* defer);
   // final_norm.delta, or an undefined tensor in Wiola 13M (plain RMSNorm).
   Tensor final_delta(bool grad) const;
 
   Backend& backend_;
   ModelConfig config_;
-  StageSpec spec_;
+  std::vector<StageSpec> chunks_;
+  std::vector<std::size_t> chunk_begin_;  // [chunk] index of its first layer in layers_ / layers13m_
   DType dtype_;
   ParamStore params_;
   LayerShared shared_;

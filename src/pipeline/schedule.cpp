@@ -2,38 +2,135 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 #include "core/error.hpp"
 
 namespace wiola::pipeline {
 
+namespace {
+
+struct KindName {
+  ScheduleKind kind;
+  std::string_view name;
+};
+constexpr KindName kKindNames[] = {
+    {ScheduleKind::GPipe, "gpipe"},       {ScheduleKind::OneFOneB, "1f1b"},
+    {ScheduleKind::Interleaved, "interleaved"}, {ScheduleKind::ZbH1, "zb-h1"},
+    {ScheduleKind::ZbH2, "zb-h2"},
+};
+
+}  // namespace
+
+bool is_compute(ActionKind k) {
+  return k == ActionKind::Forward || k == ActionKind::Backward ||
+         k == ActionKind::BackwardInput || k == ActionKind::BackwardWeight;
+}
+bool takes_output_grad(ActionKind k) {
+  return k == ActionKind::Backward || k == ActionKind::BackwardInput;
+}
+bool completes_backward(ActionKind k) {
+  return k == ActionKind::Backward || k == ActionKind::BackwardWeight;
+}
+
 std::string_view schedule_kind_name(ScheduleKind k) {
-  return k == ScheduleKind::GPipe ? "gpipe" : "1f1b";
+  for (const auto& n : kKindNames)
+    if (n.kind == k) return n.name;
+  return "?";
 }
 
 ScheduleKind parse_schedule_kind(std::string_view s) {
-  if (s == "gpipe" || s == "GPipe") return ScheduleKind::GPipe;
-  if (s == "1f1b" || s == "1F1B") return ScheduleKind::OneFOneB;
-  fail("pipeline schedule '", s, "' is unknown (expected gpipe or 1f1b)");
+  if (s == "GPipe") return ScheduleKind::GPipe;
+  if (s == "1F1B") return ScheduleKind::OneFOneB;
+  for (const auto& n : kKindNames)
+    if (n.name == s) return n.kind;
+  fail("pipeline schedule '", s, "' is unknown (expected gpipe, 1f1b, interleaved, zb-h1 or zb-h2)");
+}
+
+bool splits_backward(ScheduleKind k) { return k == ScheduleKind::ZbH1 || k == ScheduleKind::ZbH2; }
+
+void check_schedule_shape(ScheduleKind kind, int stages, int microbatches, int chunks) {
+  require(stages >= 1, "pipeline: the number of stages must be at least 1, got ", stages);
+  require(microbatches >= 1, "pipeline: the number of micro-batches must be at least 1, got ",
+          microbatches);
+  require(chunks >= 1, "--virtual-stages must be at least 1, got ", chunks);
+  if (kind != ScheduleKind::Interleaved) {
+    require(chunks == 1, "--virtual-stages ", chunks, " needs --schedule interleaved (the ",
+            schedule_kind_name(kind), " schedule runs one chunk per stage)");
+    return;
+  }
+  require(chunks >= 2, "--schedule interleaved needs --virtual-stages of at least 2, got ",
+          chunks);
+  require(stages >= 2, "--schedule interleaved needs at least two pipeline stages (--pp), got ",
+          stages);
+  require(microbatches % stages == 0, "--schedule interleaved needs the micro-batches per replica (",
+          microbatches, ") to be a multiple of the pipeline stages (", stages, ")");
 }
 
 namespace {
 
-void check_shape(int stages, int microbatches) {
-  require(stages >= 1, "pipeline: the number of stages must be at least 1, got ", stages);
-  require(microbatches >= 1, "pipeline: the number of micro-batches must be at least 1, got ",
-          microbatches);
+void check_stage(int stages, int stage) {
+  require(stage >= 0 && stage < stages, "pipeline: stage ", stage, " is out of range for ", stages,
+          " stages");
 }
 
-// The order of this stage's Forward / Backward actions.
-std::vector<Action> compute_order(ScheduleKind kind, int stages, int stage, int m) {
+// Interleaved order (Megatron-LM): micro-batches go through the chunks in
+// groups of P; forward k runs chunk (k mod P v) / P of micro-batch
+// (k / P v) P + k mod P, and backward k the same micro-batch in reverse
+// chunk order.
+Action interleaved_action(ActionKind kind, int k, int P, int v) {
+  const int group = k / (P * v), in_group = k % (P * v);
+  int chunk = in_group / P;
+  if (kind != ActionKind::Forward) chunk = v - 1 - chunk;
+  return {kind, group * P + in_group % P, chunk};
+}
+
+// The order of this stage's compute actions.
+std::vector<Action> compute_order(ScheduleKind kind, int P, int s, int m, int v) {
   std::vector<Action> order;
-  auto fwd = [&](int mb) { order.push_back({ActionKind::Forward, mb}); };
-  auto bwd = [&](int mb) { order.push_back({ActionKind::Backward, mb}); };
-  const int warm = warmup_forwards(kind, stages, stage, m);
-  for (int mb = 0; mb < warm; ++mb) fwd(mb);
+  const int warm = warmup_forwards(kind, P, s, m, v);
+  if (kind == ScheduleKind::Interleaved) {
+    const int total = m * v;
+    auto fwd = [&](int k) { order.push_back(interleaved_action(ActionKind::Forward, k, P, v)); };
+    auto bwd = [&](int k) { order.push_back(interleaved_action(ActionKind::Backward, k, P, v)); };
+    for (int k = 0; k < warm; ++k) fwd(k);
+    for (int i = 0; i < total - warm; ++i) {
+      fwd(warm + i);
+      bwd(i);
+    }
+    for (int k = total - warm; k < total; ++k) bwd(k);
+    return order;
+  }
+  if (splits_backward(kind)) {
+    // W is deferred by up to `lag` micro-batches: ZB-H1 lets stage s hold
+    // s more micro-batches than 1F1B does there (P at most, 1F1B's peak on
+    // stage 0) and spends them in its cool-down, where 1F1B idles; ZB-H2
+    // fills the warm-up with forwards instead and runs each W at once.
+    const int lag = kind == ScheduleKind::ZbH1 ? s : 0;
+    std::deque<int> pending_w;
+    auto fwd = [&](int mb) { order.push_back({ActionKind::Forward, mb, 0}); };
+    auto bwd = [&](int mb) {
+      order.push_back({ActionKind::BackwardInput, mb, 0});
+      pending_w.push_back(mb);
+      while (static_cast<int>(pending_w.size()) > lag) {
+        order.push_back({ActionKind::BackwardWeight, pending_w.front(), 0});
+        pending_w.pop_front();
+      }
+    };
+    for (int mb = 0; mb < warm; ++mb) fwd(mb);
+    for (int i = 0; i < m - warm; ++i) {
+      fwd(warm + i);
+      bwd(i);
+    }
+    for (int mb = m - warm; mb < m; ++mb) bwd(mb);
+    for (int mb : pending_w) order.push_back({ActionKind::BackwardWeight, mb, 0});
+    return order;
+  }
+  auto fwd = [&](int mb) { order.push_back({ActionKind::Forward, mb, 0}); };
+  auto bwd = [&](int mb) { order.push_back({ActionKind::Backward, mb, 0}); };
   // Steady state (1F1B): each new forward is followed by the oldest backward,
   // so at most warm + 1 = P - s micro-batches are held. GPipe has none.
+  for (int mb = 0; mb < warm; ++mb) fwd(mb);
   for (int i = 0; i < m - warm; ++i) {
     fwd(warm + i);
     bwd(i);
@@ -44,71 +141,105 @@ std::vector<Action> compute_order(ScheduleKind kind, int stages, int stage, int 
 
 }  // namespace
 
-int warmup_forwards(ScheduleKind kind, int stages, int stage, int microbatches) {
-  check_shape(stages, microbatches);
-  require(stage >= 0 && stage < stages, "pipeline: stage ", stage, " is out of range for ", stages,
-          " stages");
-  if (kind == ScheduleKind::GPipe) return microbatches;
-  return std::min(stages - stage - 1, microbatches);
+int warmup_forwards(ScheduleKind kind, int stages, int stage, int microbatches, int chunks) {
+  check_schedule_shape(kind, stages, microbatches, chunks);
+  check_stage(stages, stage);
+  const int P = stages, s = stage, m = microbatches, v = chunks;
+  switch (kind) {
+    case ScheduleKind::GPipe: return m;
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::ZbH1: return std::min(P - s - 1, m);
+    case ScheduleKind::ZbH2: return std::min(2 * (P - s - 1), m);
+    case ScheduleKind::Interleaved: return std::min(2 * (P - s - 1) + (v - 1) * P, m * v);
+  }
+  return m;
 }
 
-std::vector<Action> make_schedule(ScheduleKind kind, int stages, int stage, int microbatches) {
-  const std::vector<Action> order = compute_order(kind, stages, stage, microbatches);
-  const bool first = stage == 0, last = stage == stages - 1;
+std::vector<Action> make_schedule(ScheduleKind kind, int stages, int stage, int microbatches,
+                                  int chunks) {
+  check_schedule_shape(kind, stages, microbatches, chunks);
+  check_stage(stages, stage);
+  const std::vector<Action> order = compute_order(kind, stages, stage, microbatches, chunks);
+  const int last_virtual = stages * chunks - 1;
+  auto virt = [&](const Action& a) { return a.chunk * stages + stage; };
   // The receive a compute action waits for, and the send that follows it.
   auto recv_for = [&](const Action& a) -> std::optional<Action> {
-    if (a.kind == ActionKind::Forward && !first)
-      return Action{ActionKind::RecvActivation, a.microbatch};
-    if (a.kind == ActionKind::Backward && !last) return Action{ActionKind::RecvGrad, a.microbatch};
+    if (a.kind == ActionKind::Forward && virt(a) != 0)
+      return Action{ActionKind::RecvActivation, a.microbatch, a.chunk};
+    if (takes_output_grad(a.kind) && virt(a) != last_virtual)
+      return Action{ActionKind::RecvGrad, a.microbatch, a.chunk};
     return std::nullopt;
   };
   auto send_for = [&](const Action& a) -> std::optional<Action> {
-    if (a.kind == ActionKind::Forward && !last)
-      return Action{ActionKind::SendActivation, a.microbatch};
-    if (a.kind == ActionKind::Backward && !first) return Action{ActionKind::SendGrad, a.microbatch};
+    if (a.kind == ActionKind::Forward && virt(a) != last_virtual)
+      return Action{ActionKind::SendActivation, a.microbatch, a.chunk};
+    if (takes_output_grad(a.kind) && virt(a) != 0)
+      return Action{ActionKind::SendGrad, a.microbatch, a.chunk};
     return std::nullopt;
   };
+  // Receives are posted in compute order, each before the compute that
+  // waits for it: the next compute's receive is posted before the current
+  // one runs, so its transfer overlaps that compute (one action of
+  // look-ahead, not counting W actions, which receive nothing).
+  std::vector<std::optional<Action>> recvs;
+  for (const Action& a : order) recvs.push_back(recv_for(a));
   std::vector<Action> out;
-  if (auto r = recv_for(order.front())) out.push_back(*r);
+  std::size_t next_recv = 0;  // the first receive not yet posted
+  auto post_through = [&](std::size_t k) {
+    for (; next_recv <= k && next_recv < order.size(); ++next_recv)
+      if (recvs[next_recv]) out.push_back(*recvs[next_recv]);
+  };
   for (std::size_t k = 0; k < order.size(); ++k) {
-    // Post the next compute action's receive before this one runs, so the
-    // transfer overlaps this compute (one action of look-ahead).
-    if (k + 1 < order.size())
-      if (auto r = recv_for(order[k + 1])) out.push_back(*r);
+    post_through(k);
+    std::size_t ahead = k + 1;
+    while (ahead < order.size() && order[ahead].kind == ActionKind::BackwardWeight) ++ahead;
+    post_through(ahead);
     out.push_back(order[k]);
     if (auto s = send_for(order[k])) out.push_back(*s);
   }
   return out;
 }
 
-std::vector<std::vector<Action>> make_schedules(ScheduleKind kind, int stages, int microbatches) {
-  check_shape(stages, microbatches);
+std::vector<std::vector<Action>> make_schedules(ScheduleKind kind, int stages, int microbatches,
+                                                int chunks) {
+  check_schedule_shape(kind, stages, microbatches, chunks);
   std::vector<std::vector<Action>> all;
-  for (int s = 0; s < stages; ++s) all.push_back(make_schedule(kind, stages, s, microbatches));
+  for (int s = 0; s < stages; ++s)
+    all.push_back(make_schedule(kind, stages, s, microbatches, chunks));
   return all;
 }
 
-std::vector<Action> make_forward_schedule(int stages, int stage, int microbatches) {
-  check_shape(stages, microbatches);
-  require(stage >= 0 && stage < stages, "pipeline: stage ", stage, " is out of range for ", stages,
-          " stages");
+std::vector<Action> make_forward_schedule(int stages, int stage, int microbatches, int chunks) {
+  require(stages >= 1 && microbatches >= 1 && chunks >= 1,
+          "pipeline: a forward schedule needs at least one stage, micro-batch and chunk");
+  check_stage(stages, stage);
+  const int last_virtual = stages * chunks - 1;
   std::vector<Action> a;
-  for (int mb = 0; mb < microbatches; ++mb) {
-    if (stage > 0) a.push_back({ActionKind::RecvActivation, mb, 0});
-    a.push_back({ActionKind::Forward, mb, 0});
-    if (stage < stages - 1) a.push_back({ActionKind::SendActivation, mb, 0});
-  }
+  for (int mb = 0; mb < microbatches; ++mb)
+    for (int c = 0; c < chunks; ++c) {
+      const int v = c * stages + stage;
+      if (v > 0) a.push_back({ActionKind::RecvActivation, mb, c});
+      a.push_back({ActionKind::Forward, mb, c});
+      if (v < last_virtual) a.push_back({ActionKind::SendActivation, mb, c});
+    }
   return a;
 }
 
-double theoretical_bubble(ScheduleKind kind, int stages, int microbatches) {
-  check_shape(stages, microbatches);
-  (void)kind;  // the same for GPipe and 1F1B
-  return double(stages - 1) / double(microbatches + stages - 1);
+double theoretical_bubble(ScheduleKind kind, int stages, int microbatches, int chunks) {
+  check_schedule_shape(kind, stages, microbatches, chunks);
+  const double P = stages, m = microbatches, v = chunks;
+  switch (kind) {
+    case ScheduleKind::GPipe:
+    case ScheduleKind::OneFOneB: return (P - 1) / (m + P - 1);
+    case ScheduleKind::Interleaved: return (P - 1) / (v * m + P - 1);
+    case ScheduleKind::ZbH1:
+    case ScheduleKind::ZbH2: return (P - 1) / (3 * m + P - 1);
+  }
+  return 0;
 }
 
 std::optional<std::string> bubble_warning(int stages, int microbatches) {
-  check_shape(stages, microbatches);
+  check_schedule_shape(ScheduleKind::OneFOneB, stages, microbatches, 1);
   if (stages == 1) return std::nullopt;
   const double bubble = theoretical_bubble(ScheduleKind::OneFOneB, stages, microbatches);
   const long pct = std::lround(100 * bubble);

@@ -15,7 +15,7 @@ std::string ScheduleCheck::message() const {
 namespace {
 
 using detail::concat;
-constexpr int kKinds = 6;
+constexpr int kKinds = 8;
 constexpr std::size_t kMaxErrors = 40;  // one broken rule can repeat for every micro-batch
 
 enum Dir { Act = 0, Grad = 1 };
@@ -86,13 +86,31 @@ class Checker {
       const int v = virt(s, c);
       const bool first = v == 0, last = v == V_ - 1;
       for (int mb = 0; mb < m_; ++mb) {
-        const int f = at(ActionKind::Forward, c, mb), b = at(ActionKind::Backward, c, mb);
+        const int f = at(ActionKind::Forward, c, mb);
         auto name = [&](ActionKind k) { return to_string(act(k, mb, c)); };
         if (f == -1) error("stage ", s, ": ", name(ActionKind::Forward), " is missing");
-        if (b == -1) error("stage ", s, ": ", name(ActionKind::Backward), " is missing");
+        // Either one Backward, or a B (BackwardInput) followed by its W.
+        const int whole = at(ActionKind::Backward, c, mb);
+        const int bi = at(ActionKind::BackwardInput, c, mb);
+        const int w = at(ActionKind::BackwardWeight, c, mb);
+        const bool split = bi != -1 || w != -1;
+        if (split && whole != -1)
+          error("stage ", s, ": ", name(ActionKind::Backward), " and a split backward (",
+                name(ActionKind::BackwardInput), " / ", name(ActionKind::BackwardWeight),
+                ") both appear");
+        if (!split && whole == -1)
+          error("stage ", s, ": ", name(ActionKind::Backward), " is missing");
+        if (split && bi == -1)
+          error("stage ", s, ": ", name(ActionKind::BackwardInput), " is missing");
+        if (split && w == -1)
+          error("stage ", s, ": ", name(ActionKind::BackwardWeight), " is missing");
+        if (bi >= 0 && w >= 0 && w < bi)
+          error("stage ", s, ": ", name(ActionKind::BackwardWeight), " comes before ",
+                name(ActionKind::BackwardInput));
+        const ActionKind bkind = split ? ActionKind::BackwardInput : ActionKind::Backward;
+        const int b = split ? bi : whole;
         if (f >= 0 && b >= 0 && b < f)
-          error("stage ", s, ": ", name(ActionKind::Backward), " comes before ",
-                name(ActionKind::Forward));
+          error("stage ", s, ": ", name(bkind), " comes before ", name(ActionKind::Forward));
         // Which communication this virtual stage must (and must not) have,
         // and the compute it must precede (receives) or follow (sends).
         struct Need {
@@ -196,7 +214,9 @@ class Checker {
           my_sends[s].push_back(key(Grad, v - 1, a.microbatch));
           return true;
         case ActionKind::Forward: return v == 0 || sent[key(Act, v, a.microbatch)];
-        case ActionKind::Backward: return v == V_ - 1 || sent[key(Grad, v, a.microbatch)];
+        case ActionKind::Backward:
+        case ActionKind::BackwardInput: return v == V_ - 1 || sent[key(Grad, v, a.microbatch)];
+        case ActionKind::BackwardWeight: return true;
       }
       return true;
     };
@@ -232,6 +252,7 @@ class Checker {
                        " from ", where(v - 1));
           break;
         case ActionKind::Backward:
+        case ActionKind::BackwardInput:
           why = concat("for ", to_string(act(ActionKind::SendGrad, a.microbatch, 0)), " from ",
                        where(v + 1));
           break;
@@ -248,7 +269,7 @@ class Checker {
     int held = 0, most = 0;
     for (const Action& a : st_[s]) {
       if (a.kind == ActionKind::Forward) most = std::max(most, ++held);
-      if (a.kind == ActionKind::Backward) --held;
+      if (completes_backward(a.kind)) --held;
     }
     return most;
   }

@@ -5,8 +5,9 @@
 //
 // Checks, with `stages[s]` the list of stage s, chunk c of stage s being
 // virtual stage c * P + s:
-//  (a) per stage: every (micro-batch, chunk) has exactly one Forward and one
-//      Backward, Forward first; the receives and sends a virtual stage needs
+//  (a) per stage: every (micro-batch, chunk) has exactly one Forward and
+//      either one Backward or one BackwardInput (B) and one BackwardWeight
+//      (W), in the order F, B, W; the receives and sends a virtual stage needs
 //      appear exactly once each (none that it must not have), each receive
 //      before the compute that waits for it and each send after the compute
 //      that produces it.
@@ -19,7 +20,8 @@
 //      list ends once every send it posted has a posted receive (the executor
 //      waits for its sends before returning).
 //  (d) the peak number of micro-batches (x chunks) each stage holds:
-//      forwarded and not yet backwarded.
+//      forwarded and not yet through Backward or W (W still needs the
+//      activations).
 #include <string>
 #include <vector>
 

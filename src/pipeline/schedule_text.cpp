@@ -13,11 +13,12 @@ struct Code {
   ActionKind kind;
   std::string_view text;
 };
-// Two-letter codes first so "RA" is not read as an unknown "R".
+// Two-letter codes first so "BI3" is not read as "B" followed by "I3".
 constexpr Code kCodes[] = {
     {ActionKind::RecvActivation, "RA"}, {ActionKind::SendActivation, "SA"},
     {ActionKind::RecvGrad, "RG"},       {ActionKind::SendGrad, "SG"},
-    {ActionKind::Forward, "F"},         {ActionKind::Backward, "B"},
+    {ActionKind::BackwardInput, "BI"},  {ActionKind::Forward, "F"},
+    {ActionKind::Backward, "B"},        {ActionKind::BackwardWeight, "W"},
 };
 
 std::string_view code(ActionKind k) {
@@ -66,7 +67,7 @@ Action parse_action(std::string_view s) {
             "': expected a micro-batch number after '", c.text, "'");
     return a;
   }
-  fail("schedule action '", s, "' is unknown (expected RA, F, SA, RG, B or SG)");
+  fail("schedule action '", s, "' is unknown (expected RA, F, SA, RG, B, BI, W or SG)");
 }
 
 std::vector<Action> parse_actions(std::string_view s) {

@@ -44,11 +44,12 @@ struct Transfer {
   }
 };
 
-// Everything one micro-batch holds on this stage during a step.
+// Everything one micro-batch holds in one chunk of this stage during a step.
 struct Slot {
   StageSaved saved;
   Transfer recv_act, recv_grad, send_act, send_grad;
-  bool forwarded = false, backwarded = false;
+  bool forwarded = false, backwarded = false;  // backwarded: B or Backward done
+  bool weights_done = false;                    // W or Backward done
 };
 
 Tensor upload_tokens(Backend& be, const std::vector<std::int32_t>& host) {
@@ -62,15 +63,18 @@ class Run {
  public:
   Run(StageModel& model, comm::Communicator* pipe, int stage, int stages,
       const StageExecutor::RunSpec& spec, const StageExecutor::Hooks& hooks)
-      : model_(model), be_(model.backend()), pipe_(pipe), stage_(stage),
-        first_(stage == 0), last_(stage == stages - 1), spec_(spec), hooks_(hooks),
-        parts_(max_boundary_carry(model.config()) + 2) {
+      : model_(model), be_(model.backend()), pipe_(pipe), stage_(stage), stages_(stages),
+        chunks_(model.num_chunks()), first_(stage == 0), last_(stage == stages - 1),
+        spec_(spec), hooks_(hooks), parts_(max_boundary_carry(model.config()) + 2) {
     const ModelConfig& cfg = model.config();
-    const StageSpec& st = model.spec();
-    shape_in_ = boundary_shape(spec.batch, spec.seq, cfg.d, model.dtype(),
-                               model.carry_count(st.first_layer), cfg.summary, cfg.arch);
-    shape_out_ = boundary_shape(spec.batch, spec.seq, cfg.d, model.dtype(),
-                                model.carry_count(st.end_layer), cfg.summary, cfg.arch);
+    for (const StageSpec& st : model.chunks()) {
+      shape_in_.push_back(boundary_shape(spec.batch, spec.seq, cfg.d, model.dtype(),
+                                         model.carry_count(st.first_layer), cfg.summary,
+                                         cfg.arch));
+      shape_out_.push_back(boundary_shape(spec.batch, spec.seq, cfg.d, model.dtype(),
+                                          model.carry_count(st.end_layer), cfg.summary,
+                                          cfg.arch));
+    }
     if (last_) {
       res_.loss_sums = be_.alloc(DType::F64, spec.microbatches, 1);
       res_.loss_tokens.assign(static_cast<std::size_t>(spec.microbatches), 0);
@@ -79,60 +83,77 @@ class Run {
 
   StageExecutor::Result run(std::span<const Action> actions) {
     const auto t_run = Clock::now();
-    // The final Backward of the list completes every gradient of the step.
-    std::size_t last_backward = actions.size();
+    // A chunk's gradients of the step are final after its last Backward or W.
+    std::vector<std::size_t> last_completing(std::size_t(chunks_), actions.size());
     for (std::size_t i = 0; i < actions.size(); ++i)
-      if (actions[i].kind == ActionKind::Backward) last_backward = i;
+      if (pipeline::completes_backward(actions[i].kind) && actions[i].chunk >= 0 &&
+          actions[i].chunk < chunks_)
+        last_completing[std::size_t(actions[i].chunk)] = i;
 
     for (std::size_t i = 0; i < actions.size(); ++i) {
       const Action& a = actions[i];
       require(a.microbatch >= 0 && a.microbatch < spec_.microbatches, "schedule: ",
               pipeline::to_string(a), " is outside the ", spec_.microbatches, " micro-batches");
+      require(a.chunk >= 0 && a.chunk < chunks_, "schedule: ", pipeline::to_string(a),
+              " names a chunk this stage does not hold (it holds ", chunks_, ")");
       if (hooks_.before_action) hooks_.before_action(a);
       const auto t_action = Clock::now();
       const double waited_before = res_.times.wait;
-      execute(a, i == last_backward);
+      execute(a, i == last_completing[std::size_t(a.chunk)]);
       if (hooks_.record_events)
         res_.events.push_back({a, clock_seconds(t_action), clock_seconds(Clock::now()),
                                res_.times.wait - waited_before});
     }
     const auto t0 = Clock::now();
-    for (auto& [mb, s] : slots_) {
+    for (auto& [key, s] : slots_) {
       s.send_act.wait();
       s.send_grad.wait();
     }
     res_.times.comm += seconds_since(t0);
     if (spec_.training)
-      for (auto& [mb, s] : slots_)
-        require(!s.forwarded || s.backwarded, "schedule: micro-batch ", mb,
-                " was forwarded but never backwarded");
+      for (auto& [key, s] : slots_)
+        require(!s.forwarded || (s.backwarded && s.weights_done), "schedule: micro-batch ",
+                key.first, " chunk ", key.second, " was forwarded but its backward is not complete");
     res_.times.total = seconds_since(t_run);
     return std::move(res_);
   }
 
  private:
+  // Virtual stage of chunk c (chunk c of stage s is c * P + s); the first
+  // holds the embedding, the last the head.
+  bool first_virtual(int c) const { return c == 0 && first_; }
+  bool last_virtual(int c) const { return c == chunks_ - 1 && last_; }
+  int prev_rank() const { return (stage_ + stages_ - 1) % stages_; }
+  int next_rank() const { return (stage_ + 1) % stages_; }
+
   void execute(const Action& a, bool final_backward) {
-    Slot& s = slots_[a.microbatch];
+    const int c = a.chunk;
+    Slot& s = slots_[{a.microbatch, c}];
+    const std::size_t k = std::size_t(c);
     switch (a.kind) {
       case ActionKind::RecvActivation:
-        require(!first_, "schedule: RecvActivation on the first stage");
-        post_recv(s.recv_act, WireKind::Activation, shape_in_, stage_ - 1);
+        require(!first_virtual(c), "schedule: RecvActivation on the first stage");
+        post_recv(s.recv_act, WireKind::Activation, shape_in_[k], prev_rank());
         break;
-      case ActionKind::Forward: forward(a.microbatch, s); break;
+      case ActionKind::Forward: forward(a.microbatch, c, s); break;
       case ActionKind::SendActivation:
-        require(!last_ && s.forwarded, "schedule: SendActivation of micro-batch ", a.microbatch,
+        require(!last_virtual(c) && s.forwarded, "schedule: ", pipeline::to_string(a),
                 " before its Forward");
-        post_send(s.send_act, WireKind::Activation, a.microbatch, shape_out_, stage_ + 1);
+        post_send(s.send_act, WireKind::Activation, a.microbatch, shape_out_[k], next_rank());
         break;
       case ActionKind::RecvGrad:
-        require(!last_, "schedule: RecvGrad on the last stage");
-        post_recv(s.recv_grad, WireKind::Gradient, shape_out_, stage_ + 1);
+        require(!last_virtual(c), "schedule: RecvGrad on the last stage");
+        post_recv(s.recv_grad, WireKind::Gradient, shape_out_[k], next_rank());
         break;
-      case ActionKind::Backward: backward(a.microbatch, s, final_backward); break;
+      case ActionKind::Backward:
+      case ActionKind::BackwardInput:
+        backward(a, s, final_backward);
+        break;
+      case ActionKind::BackwardWeight: backward_weights(a, s, final_backward); break;
       case ActionKind::SendGrad:
-        require(!first_ && s.backwarded, "schedule: SendGrad of micro-batch ", a.microbatch,
+        require(!first_virtual(c) && s.backwarded, "schedule: ", pipeline::to_string(a),
                 " before its Backward");
-        post_send(s.send_grad, WireKind::Gradient, a.microbatch, shape_in_, stage_ - 1);
+        post_send(s.send_grad, WireKind::Gradient, a.microbatch, shape_in_[k], prev_rank());
         break;
     }
   }
@@ -188,26 +209,29 @@ class Run {
     res_.times.comm += seconds_since(t0);
   }
 
-  void forward(int mb, Slot& s) {
+  void forward(int mb, int chunk, Slot& s) {
     StageInput in;
+    in.chunk = chunk;
     in.batch = spec_.batch;
     in.seq = spec_.seq;
-    if (first_ || last_) {
+    const bool first = first_virtual(chunk), last = last_virtual(chunk);
+    const std::size_t k = std::size_t(chunk);
+    if (first || last) {
       const HostBatch hb = hooks_.batch(mb);
       require(hb.batch == spec_.batch && hb.seq == spec_.seq, "pipeline: micro-batch ", mb,
               " has ", hb.batch, " x ", hb.seq, " tokens, the step expects ", spec_.batch, " x ",
               spec_.seq);
-      if (first_) in.tokens = upload_tokens(be_, hb.inputs);
-      if (last_) {
+      if (first) in.tokens = upload_tokens(be_, hb.inputs);
+      if (last) {
         in.targets = upload_tokens(be_, hb.targets);
         in.loss_sum = res_.loss_sums.rows_slice(mb, mb + 1);
         res_.loss_tokens[static_cast<std::size_t>(mb)] = hb.target_tokens();
       }
     }
-    if (!first_) {
-      require(s.recv_act.posted(), "schedule: Forward of micro-batch ", mb,
+    if (!first) {
+      require(s.recv_act.posted(), "schedule: Forward of micro-batch ", mb, " chunk ", chunk,
               " before its RecvActivation");
-      std::vector<Tensor> ts = complete_recv(s.recv_act, WireKind::Activation, mb, shape_in_);
+      std::vector<Tensor> ts = complete_recv(s.recv_act, WireKind::Activation, mb, shape_in_[k]);
       in.x = ts[0];
       in.carry.assign(ts.begin() + 1, ts.end());
     }
@@ -215,47 +239,62 @@ class Run {
     StageOutput out = model_.forward(in, spec_.training, s.saved, hooks_.before_layer_forward);
     res_.times.compute += seconds_since(t0);
     s.forwarded = true;
-    if (!last_) {
+    if (!last) {
       s.send_act.tensors = {out.x};
       s.send_act.tensors.insert(s.send_act.tensors.end(), out.carry.begin(), out.carry.end());
     }
     if (!spec_.training) s.saved = StageSaved{};  // evaluation keeps nothing for a backward
   }
 
-  void backward(int mb, Slot& s, bool final_backward) {
-    require(spec_.training, "schedule: Backward in an evaluation run");
-    require(s.forwarded && !s.backwarded, "schedule: Backward of micro-batch ", mb,
+  // Backward, or a split backward's B (BackwardInput).
+  void backward(const Action& a, Slot& s, bool final_backward) {
+    const int mb = a.microbatch;
+    const bool split = a.kind == ActionKind::BackwardInput;
+    const bool last = last_virtual(a.chunk);
+    require(spec_.training, "schedule: ", pipeline::to_string(a), " in an evaluation run");
+    require(s.forwarded && !s.backwarded, "schedule: ", pipeline::to_string(a),
             " without a pending Forward");
     std::vector<Tensor> grads_in;
-    if (!last_) {
-      require(s.recv_grad.posted(), "schedule: Backward of micro-batch ", mb,
-              " before its RecvGrad");
-      grads_in = complete_recv(s.recv_grad, WireKind::Gradient, mb, shape_out_);
+    if (!last) {
+      require(s.recv_grad.posted(), "schedule: ", pipeline::to_string(a), " before its RecvGrad");
+      grads_in = complete_recv(s.recv_grad, WireKind::Gradient, mb, shape_out_[std::size_t(a.chunk)]);
     }
     const auto t0 = Clock::now();
     const std::function<void(int)> none;
     StageGrads g = model_.backward(
-        last_ ? Tensor{} : grads_in[0],
-        last_ ? std::span<const Tensor>{} : std::span<const Tensor>(grads_in).subspan(1),
-        spec_.loss_scale, s.saved, final_backward ? hooks_.final_layer_grads : none);
+        last ? Tensor{} : grads_in[0],
+        last ? std::span<const Tensor>{} : std::span<const Tensor>(grads_in).subspan(1),
+        spec_.loss_scale, s.saved, final_backward ? hooks_.final_layer_grads : none, split);
     res_.times.compute += seconds_since(t0);
     s.backwarded = true;
-    if (!first_) {
+    s.weights_done = !split;
+    if (!first_virtual(a.chunk)) {
       s.send_grad.tensors = {g.dx};
       s.send_grad.tensors.insert(s.send_grad.tensors.end(), g.dcarry.begin(), g.dcarry.end());
     }
   }
 
+  // A split backward's W: the weight gradients its B queued.
+  void backward_weights(const Action& a, Slot& s, bool final_backward) {
+    require(s.backwarded && !s.weights_done, "schedule: ", pipeline::to_string(a),
+            " without a pending BackwardInput");
+    const auto t0 = Clock::now();
+    const std::function<void(int)> none;
+    model_.backward_weights(s.saved, final_backward ? hooks_.final_layer_grads : none);
+    res_.times.compute += seconds_since(t0);
+    s.weights_done = true;
+  }
+
   StageModel& model_;
   Backend& be_;
   comm::Communicator* pipe_;
-  int stage_;
-  bool first_, last_;
+  int stage_, stages_, chunks_;
+  bool first_, last_;  // this stage holds the embedding (chunk 0) / the head (its last chunk)
   const StageExecutor::RunSpec& spec_;
   const StageExecutor::Hooks& hooks_;
   int parts_;  // header + the most tensors a boundary of this model carries
-  BoundaryShape shape_in_, shape_out_;
-  std::map<int, Slot> slots_;
+  std::vector<BoundaryShape> shape_in_, shape_out_;  // [chunk]
+  std::map<std::pair<int, int>, Slot> slots_;         // [(micro-batch, chunk)]
   StageExecutor::Result res_;
 };
 

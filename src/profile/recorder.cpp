@@ -58,6 +58,8 @@ EventKind event_kind(pipeline::ActionKind k) {
     case pipeline::ActionKind::RecvGrad: return EventKind::RecvGrad;
     case pipeline::ActionKind::Backward: return EventKind::Backward;
     case pipeline::ActionKind::SendGrad: return EventKind::SendGrad;
+    case pipeline::ActionKind::BackwardInput: return EventKind::BackwardInput;
+    case pipeline::ActionKind::BackwardWeight: return EventKind::BackwardWeight;
   }
   fail("profile: unknown action kind");
 }

@@ -27,6 +27,8 @@ enum class EventKind : std::uint8_t {
   SendGrad,
   ReduceGrads,    // StepPhase::ReduceGrads
   OptimizerStep,  // StepPhase::Optimizer
+  BackwardInput,  // a split backward's B (zero-bubble schedules)
+  BackwardWeight, // its W
 };
 EventKind event_kind(pipeline::ActionKind k);
 EventKind event_kind(StepPhase p);

@@ -104,6 +104,8 @@ const char* slice_name(Kind k) {
     case Kind::SendGrad: return "SendGrad";
     case Kind::ReduceGrads: return "ReduceGrads";
     case Kind::OptimizerStep: return "OptimizerStep";
+    case Kind::BackwardInput: return "BackwardInput";
+    case Kind::BackwardWeight: return "BackwardWeight";
   }
   return "?";
 }
@@ -111,7 +113,9 @@ const char* slice_name(Kind k) {
 const char* category(Kind k) {
   switch (k) {
     case Kind::Forward: return "forward";
-    case Kind::Backward: return "backward";
+    case Kind::Backward:
+    case Kind::BackwardInput:
+    case Kind::BackwardWeight: return "backward";
     case Kind::RecvActivation:
     case Kind::RecvGrad: return "recv";
     case Kind::SendActivation:

@@ -24,12 +24,12 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
 
   // Buckets: one per layer (a layer's parameters are contiguous), and each
   // contiguous run of the others (embedding, final norm).
-  const StageSpec& spec = model.spec();
-  layer_buckets_.resize(spec.num_layers());
+  // Indexed by layer over the whole model: a stage's chunks need not be adjacent.
+  layer_buckets_.resize(std::size_t(model.config().L));
   for (auto& b : layer_buckets_) b.begin = b.end = -1;
   for (const ParamSpec& p : layout.entries()) {
     if (p.layer >= 0) {
-      Bucket& b = layer_buckets_[p.layer - spec.first_layer];
+      Bucket& b = layer_buckets_[std::size_t(p.layer)];
       if (b.begin < 0) b.begin = p.offset;
       b.end = p.offset + p.numel();
     } else if (!other_buckets_.empty() && other_buckets_.back().end == p.offset) {
@@ -81,7 +81,7 @@ void ZeroOptimizer::start_bucket(Bucket& b) {
 
 void ZeroOptimizer::on_layer_grads_final(int layer) {
   if (stage_ < 2 || dp_ == 1) return;
-  start_bucket(layer_buckets_.at(layer - model_.spec().first_layer));
+  start_bucket(layer_buckets_.at(std::size_t(layer)));
   // MPI progresses non-blocking collectives only inside MPI calls: poke the
   // pending ones so they advance while the backward continues.
   for (auto& b : layer_buckets_)
@@ -105,6 +105,7 @@ void ZeroOptimizer::reduce_grads() {
     for (auto& b : other_buckets_) start_bucket(b);
     for (auto* list : {&layer_buckets_, &other_buckets_})
       for (auto& b : *list) {
+        if (b.begin < 0) continue;  // a layer of another stage
         require(b.pending != nullptr, "ZeRO-2: a gradient bucket was never reduced");
         b.pending->wait();
         b.pending.reset();
@@ -158,7 +159,8 @@ void ZeroOptimizer::step(double lr, double grad_scale) {
   if (stage_ >= 1 && dp_ > 1) {
     // In the order the next forward needs them: embedding (and the head's), then layers.
     for (auto& bucket : other_buckets_) start_gather(bucket);
-    for (auto& bucket : layer_buckets_) start_gather(bucket);
+    for (auto& bucket : layer_buckets_)
+      if (bucket.begin >= 0) start_gather(bucket);
   }
 }
 
@@ -183,13 +185,13 @@ void ZeroOptimizer::wait_for_params(int layer) {
   if (layer < 0) {
     for (auto& b : other_buckets_) wait(b);
   } else {
-    wait(layer_buckets_.at(layer - model_.spec().first_layer));
+    wait(layer_buckets_.at(std::size_t(layer)));
   }
 }
 
 void ZeroOptimizer::finish_gathers() {
   wait_for_params(-1);
-  for (int l = model_.spec().first_layer; l < model_.spec().end_layer; ++l) wait_for_params(l);
+  for (int l : model_.held_layers()) wait_for_params(l);
 }
 
 // A step whose gradient norm is not finite takes no update: the reduction is

@@ -95,7 +95,7 @@ class ZeroOptimizer {
   std::int64_t total_ = 0, shard_begin_ = 0, shard_end_ = 0;
   std::vector<std::int64_t> shard_starts_;  // dp_ + 1 boundaries
   Tensor shard_grads_;                      // ZeRO >= 1
-  std::vector<Bucket> layer_buckets_;  // [layer - first_layer]
+  std::vector<Bucket> layer_buckets_;  // [layer]; begin < 0 for layers held elsewhere
   std::vector<Bucket> other_buckets_;  // embedding, final norm
   std::unique_ptr<AdamWOptimizer> adam_;
   long updates_ = 0;

@@ -145,7 +145,7 @@ TEST(pipelineSchedule, KindNames) {
   EXPECT_EQ(parse_schedule_kind("gpipe"), ScheduleKind::GPipe);
   EXPECT_EQ(parse_schedule_kind("1f1b"), ScheduleKind::OneFOneB);
   EXPECT_EQ(schedule_kind_name(ScheduleKind::OneFOneB), "1f1b");
-  EXPECT_THROW(parse_schedule_kind("interleaved"), Error);
+  EXPECT_THROW(parse_schedule_kind("zb-h3"), Error);
 }
 
 TEST(pipelineSchedule, TextRoundTrip) {

@@ -139,6 +139,8 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
           case pipeline::ActionKind::RecvGrad: n = "RecvGrad"; break;
           case pipeline::ActionKind::Backward: n = "Backward"; break;
           case pipeline::ActionKind::SendGrad: n = "SendGrad"; break;
+          case pipeline::ActionKind::BackwardInput: n = "BackwardInput"; break;
+          case pipeline::ActionKind::BackwardWeight: n = "BackwardWeight"; break;
         }
         const int got = count[{r, n, s, a.microbatch}];
         if (got != 1)

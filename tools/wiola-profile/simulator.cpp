@@ -143,6 +143,9 @@ SimResult simulate(const SimInput& in) {
             record_action(st, a, t, t, 0);
             break;
           }
+          case ActionKind::BackwardInput:
+          case ActionKind::BackwardWeight:
+            fail("simulator: the split backward of zero-bubble schedules is not modelled");
           case ActionKind::Forward:
           case ActionKind::Backward: {
             const bool fwd = a.kind == ActionKind::Forward;
