@@ -48,6 +48,7 @@ RunLayout layout_from(const TrainOptions& opts, const std::vector<StageSpec>& st
   l.zero = opts.zero;
   l.threads = opts.threads;
   l.schedule = opts.schedule;
+  l.virtual_stages = opts.virtual_stages;
   l.dtype = opts.dtype;
   return l;
 }

@@ -18,7 +18,7 @@ namespace wiola::profile {
 
 struct RunLayout {
   ModelConfig model;               // as trained (the dataset's vocabulary adopted)
-  std::vector<StageSpec> stages;   // index = stage
+  std::vector<StageSpec> stages;   // index = virtual stage c * pp + s (= stage when v = 1)
   int pp = 1, dp = 1;
   int micro_batch = 1;             // sequences per micro-batch
   int microbatches = 1;            // per replica per step (m)
@@ -26,6 +26,7 @@ struct RunLayout {
   int zero = 0;
   int threads = 0;                 // CPU threads per rank (0: library default)
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
+  int virtual_stages = 1;          // chunks per stage (interleaved)
   DType dtype = DType::F32;
 
   int world() const { return pp * dp; }

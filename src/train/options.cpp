@@ -277,6 +277,7 @@ std::string to_ini(const TrainOptions& o) {
   os << "save-interval = " << o.save_interval << "\nsave-minutes = " << o.save_minutes
      << "\nkeep = " << o.keep << "\npp = " << o.pp << "\ndp = " << o.dp
      << "\nschedule = " << pipeline::schedule_kind_name(o.schedule)
+     << "\nvirtual-stages = " << o.virtual_stages
      << "\nrecompute = " << (o.recompute ? "full" : "none") << "\nzero = " << o.zero
      << "\n";
   if (!o.stage_layers.empty()) os << "stage-layers = " << o.stage_layers << "\n";
@@ -361,8 +362,9 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   parallel.add_options()
       ("pp", po::value(&o.pp)->default_value(1), "pipeline stages")
       ("dp", po::value(&o.dp)->default_value(1), "data-parallel replicas (world size = pp × dp)")
-      ("schedule", po::value(&schedule)->default_value("1f1b"), "pipeline schedule: 1f1b | gpipe")
-      ("stage-layers", po::value(&o.stage_layers), "explicit layers per stage, e.g. 7,7,7,7 (default: cost model)")
+      ("schedule", po::value(&schedule)->default_value("1f1b"), "pipeline schedule: 1f1b | gpipe | interleaved | zb-h1 | zb-h2")
+      ("virtual-stages", po::value(&o.virtual_stages)->default_value(1), "model chunks per pipeline stage (--schedule interleaved: 2 or more; chunk c of stage s is virtual stage c·pp + s)")
+      ("stage-layers", po::value(&o.stage_layers), "explicit layers per stage (per virtual stage when interleaved), e.g. 7,7,7,7 (default: cost model)")
       ("recompute", po::value(&recompute)->default_value("none"), "activation recomputation: none | full (keep each layer's input only; its forward runs again in backward)")
       ("zero", po::value(&o.zero)->default_value(0), "ZeRO stage: 0 | 1 (optimizer state sharded) | 2 (and gradients)")
       ("comm-timeout", po::value(&o.comm_timeout)->default_value(300.0), "seconds a rank may wait on a peer before all ranks abort (0: forever)");
@@ -410,7 +412,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   try {
     o.schedule = pipeline::parse_schedule_kind(schedule);
   } catch (const Error&) {
-    fail("--schedule must be 1f1b or gpipe, got '", schedule, "'");
+    fail("--schedule must be 1f1b, gpipe, interleaved, zb-h1 or zb-h2, got '", schedule, "'");
   }
   o.train_files = file_list(train_files);
   o.val_files = file_list(val_files);

@@ -101,8 +101,9 @@ struct TrainOptions {
   // Parallelism
   int pp = 1, dp = 1;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
+  int virtual_stages = 1;  // chunks per stage (--schedule interleaved)
   int zero = 0;
-  std::string stage_layers;
+  std::string stage_layers;  // one entry per virtual stage: pp × virtual-stages
   double comm_timeout = 300.0;
 
   std::int64_t resolved_train_tokens() const;  // from train_tokens / steps
