@@ -70,8 +70,10 @@ std::vector<StageSpec> partition_layers(const ModelConfig& c, int pp, const Cost
   return out;
 }
 
-std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp) {
-  check_pp(c, pp);
+std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp,
+                                          int virtual_stages) {
+  const int pieces = pp * virtual_stages;
+  check_pp(c, pieces);
   std::vector<int> counts;
   int entry = 0;
   for (const std::string& item : split_list(spec)) {
@@ -84,8 +86,13 @@ std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelCo
             "; every stage needs at least one layer");
     counts.push_back(v);
   }
-  require(static_cast<int>(counts.size()) == pp, "--stage-layers '", spec, "' has ", counts.size(),
-          " entries but --pp is ", pp);
+  if (virtual_stages == 1)
+    require(static_cast<int>(counts.size()) == pp, "--stage-layers '", spec, "' has ",
+            counts.size(), " entries but --pp is ", pp);
+  else
+    require(static_cast<int>(counts.size()) == pieces, "--stage-layers '", spec, "' has ",
+            counts.size(), " entries but --pp ", pp, " × --virtual-stages ", virtual_stages,
+            " makes ", pieces, " chunks (one entry each, in model order)");
   long long sum = 0;
   for (int v : counts) sum += v;
   require(sum == c.L, "--stage-layers '", spec, "' sums to ", sum, " layers but the model has ",

@@ -20,7 +20,10 @@ std::vector<StageSpec> partition_layers(const ModelConfig& c, int pp, const Cost
 // Explicit split, e.g. "7,7,7,7" for L = 28 and pp = 4. Throws when pp is
 // invalid, the entry count is not pp, an entry is not a positive integer, or
 // the entries do not sum to L.
-std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp);
+// With virtual_stages v > 1 (interleaved), one entry per chunk: pp × v
+// entries in model order (virtual stage c · pp + s is chunk c of stage s).
+std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp,
+                                          int virtual_stages = 1);
 
 // Largest stage compute cost over the mean (1 = perfectly balanced).
 double partition_imbalance(const ModelConfig& c, const std::vector<StageSpec>& stages,
@@ -28,7 +31,9 @@ double partition_imbalance(const ModelConfig& c, const std::vector<StageSpec>& s
 
 // One line per stage: layers, embed/head, estimated GFLOP per token, parameter
 // count, memory estimate; then the imbalance.
+// With chunks_per_stage v > 1, `stages` holds pp × v chunks (virtual stage
+// c · pp + s is chunk c of stage s) and each line names its stage and chunk.
 std::string describe_partition(const ModelConfig& c, const std::vector<StageSpec>& stages,
-                               const CostModel& m = {});
+                               const CostModel& m = {}, int chunks_per_stage = 1);
 
 }  // namespace wiola

@@ -225,6 +225,15 @@ std::vector<Action> make_forward_schedule(int stages, int stage, int microbatche
   return a;
 }
 
+int peak_in_flight(std::span<const Action> actions) {
+  int held = 0, most = 0;
+  for (const Action& a : actions) {
+    if (a.kind == ActionKind::Forward) most = std::max(most, ++held);
+    if (completes_backward(a.kind)) --held;
+  }
+  return most;
+}
+
 double theoretical_bubble(ScheduleKind kind, int stages, int microbatches, int chunks) {
   check_schedule_shape(kind, stages, microbatches, chunks);
   const double P = stages, m = microbatches, v = chunks;

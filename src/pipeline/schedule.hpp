@@ -102,6 +102,10 @@ std::vector<Action> make_forward_schedule(int stages, int stage, int microbatche
 // chunk forwards.
 int warmup_forwards(ScheduleKind kind, int stages, int stage, int microbatches, int chunks = 1);
 
+// The most (micro-batch, chunk) pairs one stage's list holds at once:
+// forwarded and not yet through Backward or W.
+int peak_in_flight(std::span<const Action> actions);
+
 // Idle fraction of an ideal pipeline with equal stages and free transfers:
 //   GPipe, 1F1B:          (P - 1) / (m + P - 1)
 //   interleaved (v):      (P - 1) / (v m + P - 1)     (each chunk costs 1/v)

@@ -265,14 +265,7 @@ class Checker {
   }
 
   // ---- (d) ------------------------------------------------------------------
-  int peak(int s) const {
-    int held = 0, most = 0;
-    for (const Action& a : st_[s]) {
-      if (a.kind == ActionKind::Forward) most = std::max(most, ++held);
-      if (completes_backward(a.kind)) --held;
-    }
-    return most;
-  }
+  int peak(int s) const { return peak_in_flight(st_[s]); }
 
   const std::vector<std::vector<Action>>& st_;
   int P_, m_, C_, V_;

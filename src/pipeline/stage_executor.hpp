@@ -73,6 +73,8 @@ class StageExecutor {
   StageExecutor(StageModel& model, comm::Communicator* pipeline, int stage, int stages);
 
   Result run(std::span<const Action> actions, const RunSpec& spec, const Hooks& hooks);
+  // Model chunks (virtual stages) this stage holds.
+  int chunks() const { return model_.num_chunks(); }
 
  private:
   StageModel& model_;

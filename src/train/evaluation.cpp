@@ -29,7 +29,8 @@ EvalTotals evaluate(StageExecutor& executor, Backend& backend, const comm::Proce
     const StageExecutor::RunSpec run_spec{static_cast<int>(round), count, spec.micro_batch,
                                           spec.seq, /*training=*/false, 0.0};
     const StageExecutor::Result run = executor.run(
-        pipeline::make_forward_schedule(grid.pp, grid.stage(), count), run_spec, hooks);
+        pipeline::make_forward_schedule(grid.pp, grid.stage(), count, executor.chunks()), run_spec,
+        hooks);
     if (!run.loss_sums.defined()) continue;  // not the last stage
     const std::vector<double> sums = to_host_f64(backend, run.loss_sums);
     for (int mb = 0; mb < count; ++mb) {

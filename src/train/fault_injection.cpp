@@ -27,7 +27,7 @@ class FaultInjector final : public TrainObserver {
       model.backend().fill(model.params().params(), std::numeric_limits<double>::quiet_NaN());
   }
   void before_action(std::int64_t step, const pipeline::Action& a) override {
-    if (step != step_ || a.kind != pipeline::ActionKind::Backward) return;
+    if (step != step_ || !pipeline::takes_output_grad(a.kind)) return;
     if (fault_ == Fault::Backward) std::_Exit(kFaultExit);
     if (fault_ == Fault::SigKill) ::kill(::getpid(), SIGKILL);
   }

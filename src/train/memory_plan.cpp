@@ -15,15 +15,16 @@ std::string MemoryEstimate::describe() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "%.2f GiB (weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f for %d "
-                "micro-batch%s, head %.2f, workspace %.2f)",
+                "micro-batch%s%s, head %.2f, workspace %.2f)",
                 total() / GiB, weights / GiB, gradients / GiB, optimizer / GiB, activations / GiB,
-                in_flight, in_flight == 1 ? "" : "es", head / GiB, workspace / GiB);
+                in_flight, in_flight == 1 ? "" : "es", chunks > 1 ? " of one chunk" : "",
+                head / GiB, workspace / GiB);
   return buf;
 }
 
 MemoryEstimate estimate_memory(const MemoryPlanInput& in) {
   const ModelConfig& c = in.model;
-  const double params = double(ParamLayout(c, in.stage).total());
+  const double params = double(ParamLayout(c, in.chunks).total());
   const double compute = double(dtype_size(in.dtype));
   const double wide = double(dtype_size(wide_dtype(in.dtype)));
   const bool master = wide_dtype(in.dtype) != in.dtype;
@@ -36,11 +37,16 @@ MemoryEstimate estimate_memory(const MemoryPlanInput& in) {
   // AdamW's two moments, and the fp32 master copy of bf16 weights.
   e.optimizer = owned * wide * (master ? 3.0 : 2.0);
 
-  e.in_flight = in.schedule == pipeline::ScheduleKind::GPipe
-                    ? in.microbatches
-                    : std::min(in.pp - in.stage_index, in.microbatches);
+  e.chunks = static_cast<int>(in.chunks.size());
+  e.in_flight = pipeline::peak_in_flight(pipeline::make_schedule(
+      in.schedule, in.pp, in.stage_index, in.microbatches, e.chunks));
   const double tokens = double(in.micro_batch) * c.T;
-  const int layers = in.stage.num_layers();
+  // Each held (micro-batch, chunk) keeps one chunk's layers: the stage's
+  // layers over its chunks on average.
+  int held_layers = 0;
+  for (const StageSpec& k : in.chunks) held_layers += k.num_layers();
+  const double layers = double(held_layers) / e.chunks;
+  const bool head = in.chunks.back().head;
   const double per_layer = activation_elements_per_token_per_layer(c);
   // Recompute keeps each layer's input and its summary per micro-batch in
   // flight; the one layer being recomputed holds its full activations once.
@@ -48,7 +54,7 @@ MemoryEstimate estimate_memory(const MemoryPlanInput& in) {
                       ? (layers * 2.0 * c.d * e.in_flight + per_layer) * tokens * compute
                       : layers * per_layer * tokens * compute * e.in_flight;
   // The last stage's logits (and their gradient, in place) for the micro-batch in flight.
-  if (in.stage.head) e.head = (double(c.V) + 2.0 * c.d) * tokens * compute * e.in_flight;
+  if (head) e.head = (double(c.V) + 2.0 * c.d) * tokens * compute * e.in_flight;
   // Transients of one layer's backward, and the GEMM workspace on a device.
   e.workspace = per_layer * tokens * compute + (in.device ? 32.0 * 1024 * 1024 : 0.0);
   return e;

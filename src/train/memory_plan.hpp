@@ -6,6 +6,7 @@
 // device, and prints the measured peak beside it after the first step.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dtype.hpp"
 #include "core/model_config.hpp"
@@ -16,7 +17,7 @@ namespace wiola {
 
 struct MemoryPlanInput {
   ModelConfig model;
-  StageSpec stage;
+  std::vector<StageSpec> chunks;  // the stage's chunks (one unless interleaved)
   int stage_index = 0, pp = 1, dp = 1, zero = 0;
   DType dtype = DType::F32;  // compute dtype
   int micro_batch = 1;       // sequences per micro-batch
@@ -28,7 +29,10 @@ struct MemoryPlanInput {
 
 struct MemoryEstimate {
   double weights = 0, gradients = 0, optimizer = 0, activations = 0, head = 0, workspace = 0;
-  int in_flight = 1;  // micro-batches held between forward and backward
+  // Micro-batches (of one chunk each, when interleaved) held between forward
+  // and the end of their backward: the peak of the stage's schedule.
+  int in_flight = 1;
+  int chunks = 1;
   double total() const { return weights + gradients + optimizer + activations + head + workspace; }
   // "3.21 GiB (weights 0.50, gradients 1.00, optimizer 0.66, activations 1.02 for 4
   // micro-batches, head 0.02, workspace 0.03)"

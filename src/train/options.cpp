@@ -230,6 +230,10 @@ void TrainOptions::validate() const {
             ": CUDA computes in bf16 or fp32");
   require(dtype != DType::I32, "--dtype must be a floating type");
   require(!train_files.empty(), "--train-data: no training files");
+  pipeline::check_schedule_shape(schedule, pp, micro_batches_per_rank(), virtual_stages);
+  require(pp * virtual_stages <= model.L, "--pp ", pp, " × --virtual-stages ", virtual_stages,
+          " = ", pp * virtual_stages, " chunks need at least that many layers; the model has ",
+          model.L);
   require(val_fraction == 0 || val_files.empty(),
           "--val-fraction and --val-data are alternatives: give one of them");
   require(resume.kind != ResumeFrom::Kind::Auto || !save_dir.empty(),

@@ -88,6 +88,9 @@ class Trainer {
   void restore();
   void print_plan() const;
   MemoryPlanInput memory_input(int stage) const;
+  // Stage s's chunks: virtual stages s, pp + s, 2 pp + s, ...
+  std::vector<StageSpec> chunks_of(int stage) const;
+  std::string layers_text(int stage) const;  // "[0,2)" or "[0,1)+[4,5)"
   void report_memory();
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
@@ -194,9 +197,12 @@ void Trainer::resolve_configuration() {
     backend_ = std::move(chosen.backend);
     opts_.dtype = chosen.dtype;
     device_description_ = chosen.description;
+    // One range per virtual stage (c · pp + s); stage s holds chunks c = 0 .. v-1.
+    const int virtual_stages = opts_.pp * opts_.virtual_stages;
     specs_ = opts_.stage_layers.empty()
-                 ? partition_layers(opts_.model, opts_.pp)
-                 : parse_stage_layers(opts_.stage_layers, opts_.model, opts_.pp);
+                 ? partition_layers(opts_.model, virtual_stages)
+                 : parse_stage_layers(opts_.stage_layers, opts_.model, opts_.pp,
+                                      opts_.virtual_stages);
     // A layout that cannot fit is refused before anything is allocated.
     memory_ = estimate_memory(memory_input(grid_.stage()));
     const double capacity = double(backend_->memory_capacity());
@@ -240,10 +246,25 @@ void Trainer::check_outputs() {
   }
 }
 
+std::vector<StageSpec> Trainer::chunks_of(int stage) const {
+  std::vector<StageSpec> out;
+  for (int c = 0; c < opts_.virtual_stages; ++c)
+    out.push_back(specs_.at(std::size_t(c * opts_.pp + stage)));
+  return out;
+}
+
+std::string Trainer::layers_text(int stage) const {
+  std::string out;
+  for (const StageSpec& k : chunks_of(stage))
+    out += (out.empty() ? "[" : "+[") + std::to_string(k.first_layer) + "," +
+           std::to_string(k.end_layer) + ")";
+  return out;
+}
+
 MemoryPlanInput Trainer::memory_input(int stage) const {
   MemoryPlanInput in;
   in.model = opts_.model;
-  in.stage = specs_[std::size_t(stage)];
+  in.chunks = chunks_of(stage);
   in.stage_index = stage;
   in.pp = opts_.pp;
   in.dp = opts_.dp;
@@ -304,7 +325,7 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   }
 #endif
   if (!groups_.pipeline) groups_ = comm::make_groups(world_, grid_);
-  model_ = std::make_unique<StageModel>(*backend_, cfg, specs_[grid_.stage()], opts_.dtype);
+  model_ = std::make_unique<StageModel>(*backend_, cfg, chunks_of(grid_.stage()), opts_.dtype);
   model_->params().init(opts_.seed);
   model_->set_recompute(opts_.recompute);
   optimizer_ = std::make_unique<ZeroOptimizer>(
@@ -312,7 +333,8 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
       !(grid_.last_stage() && grid_.pp > 1));
   executor_ = std::make_unique<StageExecutor>(*model_, groups_.pipeline.get(), grid_.stage(),
                                               grid_.pp);
-  schedule_ = pipeline::make_schedule(opts_.schedule, grid_.pp, grid_.stage(), microbatches_);
+  schedule_ = pipeline::make_schedule(opts_.schedule, grid_.pp, grid_.stage(), microbatches_,
+                                      opts_.virtual_stages);
   totals_ = backend_->alloc(DType::F64, 1, 3);
 
   // Only the first and last stage read data; each replica its share.
@@ -435,7 +457,7 @@ void Trainer::print_plan() const {
   cost.microbatches = microbatches_;
   cost.hold_all_microbatches = opts_.schedule == pipeline::ScheduleKind::GPipe;
   cost.bytes_per_activation = double(dtype_size(opts_.dtype));
-  os << describe_partition(cfg, specs_, cost);
+  os << describe_partition(cfg, specs_, cost, opts_.virtual_stages);
   for (int s = 0; s < grid_.pp; ++s)
     os << "  memory estimate of stage " << s << " per rank: "
        << estimate_memory(memory_input(s)).describe() << "\n";
@@ -749,18 +771,19 @@ void Trainer::report_times() {
     const TimeSplit& st = summary_.stage_times[s];
     char buf[240];
     std::snprintf(buf, sizeof buf,
-                  "  stage %d layers [%d,%d): compute %.2f  wait %.2f  drain %.2f  comm %.2f  "
+                  "  stage %d layers %s: compute %.2f  wait %.2f  drain %.2f  comm %.2f  "
                   "reduce %.2f  optimizer %.2f  other %.2f  step %.2f  bubble %.1f%%\n",
-                  s, specs_[s].first_layer, specs_[s].end_layer, st.compute, st.wait, st.drain,
+                  s, layers_text(s).c_str(), st.compute, st.wait, st.drain,
                   st.comm, st.reduce, st.optimizer, st.other, st.step, 100.0 * st.bubble());
     os << buf;
   }
   char buf[160];
   std::snprintf(buf, sizeof buf,
-                "  theory for %s with P=%d, m=%d: bubble %.1f%%; throughput %.0f tokens/s\n",
+                "  theory for %s with P=%d, v=%d, m=%d: bubble %.1f%%; throughput %.0f tokens/s\n",
                 std::string(pipeline::schedule_kind_name(opts_.schedule)).c_str(), grid_.pp,
-                microbatches_,
-                100.0 * pipeline::theoretical_bubble(opts_.schedule, grid_.pp, microbatches_),
+                opts_.virtual_stages, microbatches_,
+                100.0 * pipeline::theoretical_bubble(opts_.schedule, grid_.pp, microbatches_,
+                                                     opts_.virtual_stages),
                 summary_.tokens_per_second);
   os << buf;
   log_ << os.str() << std::flush;
@@ -780,7 +803,7 @@ std::vector<NamedArray> Trainer::gather_weights() {
     }
   } else {
     for (int s = 0; s < grid_.pp; ++s) {
-      const ParamLayout layout(model.config(), specs_[s]);
+      const ParamLayout layout(model.config(), chunks_of(s));
       std::vector<double> flat;
       if (s == 0) {
         flat = to_host_f64(model.backend(), model.params().params());

@@ -12,7 +12,7 @@ MemoryPlanInput base() {
   in.model = preset("wiola-small");
   in.pp = 4;
   in.stage_index = 0;
-  in.stage = StageSpec{0, 2, true, false};
+  in.chunks = {StageSpec{0, 2, true, false}};
   in.dp = 2;
   in.micro_batch = 2;
   in.microbatches = 8;
@@ -24,7 +24,7 @@ TEST(MemoryPlan, ActivationsFollowTheMicroBatchesInFlight) {
   const MemoryEstimate first = estimate_memory(in);
   EXPECT_EQ(first.in_flight, 4);  // 1F1B: pp - stage
   in.stage_index = 3;
-  in.stage = StageSpec{5, 6, false, true};
+  in.chunks = {StageSpec{5, 6, false, true}};
   EXPECT_EQ(estimate_memory(in).in_flight, 1);
   in = base();
   in.microbatches = 2;
@@ -33,6 +33,30 @@ TEST(MemoryPlan, ActivationsFollowTheMicroBatchesInFlight) {
   in.microbatches = 8;
   EXPECT_EQ(estimate_memory(in).in_flight, 8);  // GPipe holds them all
   EXPECT_NEAR(estimate_memory(in).activations, 2.0 * first.activations, 1e-6 * first.activations);
+}
+
+TEST(MemoryPlan, TheNewSchedulesHoldWhatTheirListsHold) {
+  MemoryPlanInput in = base();
+  in.stage_index = 3;
+  in.chunks = {StageSpec{5, 6, false, true}};
+  in.schedule = pipeline::ScheduleKind::ZbH1;
+  EXPECT_EQ(estimate_memory(in).in_flight, 4);  // stage s defers s W's: P on every stage
+  in.schedule = pipeline::ScheduleKind::ZbH2;
+  in.stage_index = 0;
+  in.chunks = {StageSpec{0, 2, true, false}};
+  EXPECT_EQ(estimate_memory(in).in_flight, 7);  // 2P - 1 on stage 0
+  // Interleaved: chunks of one micro-batch, each with half the stage's layers.
+  in.schedule = pipeline::ScheduleKind::Interleaved;
+  in.chunks = {StageSpec{0, 1, true, false}, StageSpec{4, 5, false, false}};
+  const MemoryEstimate e = estimate_memory(in);
+  EXPECT_EQ(e.chunks, 2);
+  EXPECT_EQ(e.in_flight, 2 * 3 + 4 + 1);  // warm-up 2(P-1) + (v-1)P, plus one
+  in.schedule = pipeline::ScheduleKind::OneFOneB;
+  in.chunks = {StageSpec{0, 2, true, false}};
+  // The same layers held per micro-batch-chunk are half a stage's.
+  EXPECT_NEAR(e.activations / e.in_flight,
+              estimate_memory(in).activations / estimate_memory(in).in_flight / 2,
+              1e-6 * e.activations);
 }
 
 TEST(MemoryPlan, RecomputeZeroAndPrecisionShrinkWhatTheyShould) {
