@@ -200,6 +200,25 @@ TEST(partitionParse, Errors) {
   expect_error("7,7,7,7", 29, "--pp 29 is larger than the 28 layers");
 }
 
+TEST(partitionParse, ChunksOfAnInterleavedSplit) {
+  const ModelConfig c = preset("wiola-1.5b");  // L = 28
+  const auto chunks = parse_stage_layers("4,3,4,3,4,3,4,3", c, 4, 2);
+  ASSERT_EQ(chunks.size(), 8u);
+  EXPECT_TRUE(chunks.front().embed);
+  EXPECT_TRUE(chunks.back().head);
+  EXPECT_EQ(chunks[4].first_layer, 14);
+  try {
+    parse_stage_layers("7,7,7,7", c, 4, 2);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--pp 4 × --virtual-stages 2 makes 8 chunks"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string d = describe_partition(c, chunks, {}, 2);
+  EXPECT_NE(d.find("stage 3 chunk 1: layers [25, 28)"), std::string::npos) << d;
+}
+
 TEST(partitionDescribe, NamesEveryStage) {
   const ModelConfig c = preset("wiola-700m");
   const auto stages = partition_layers(c, 4);

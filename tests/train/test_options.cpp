@@ -156,6 +156,25 @@ TEST(Options, CrossFieldErrorsNameTheFlags) {
   EXPECT_NE(error({"--steps", "1", "--schedule", "zigzag"}).find("--schedule"), std::string::npos);
   EXPECT_NE(error({"--steps", "1", "--dtype", "fp16"}).find("fp16"), std::string::npos);
   EXPECT_NE(error({"--steps", "1", "--min-lr", "1"}).find("--min-lr"), std::string::npos);
+  // The schedule's shape: chunks only when interleaved, interleaved needs two
+  // chunks, two stages, micro-batches a multiple of the stages, enough layers.
+  EXPECT_NE(error({"--steps", "1", "--virtual-stages", "2"}).find("needs --schedule interleaved"),
+            std::string::npos);
+  EXPECT_NE(error({"--steps", "1", "--pp", "2", "--schedule", "interleaved"})
+                .find("--virtual-stages of at least 2"),
+            std::string::npos);
+  EXPECT_NE(error({"--steps", "1", "--pp", "2", "--schedule", "interleaved", "--virtual-stages",
+                   "2", "--global-batch", "12", "--micro-batch", "4"})
+                .find("multiple of the pipeline stages"),
+            std::string::npos);
+  EXPECT_NE(error({"--steps", "1", "--pp", "2", "--schedule", "interleaved", "--virtual-stages",
+                   "3", "--layers", "4"})
+                .find("--pp 2 × --virtual-stages 3 = 6 chunks"),
+            std::string::npos);
+  EXPECT_EQ(error({"--steps", "1", "--pp", "2", "--schedule", "interleaved", "--virtual-stages",
+                   "2", "--layers", "4"}),
+            "");
+  EXPECT_EQ(parse({"--schedule", "zb-h2"}).schedule, pipeline::ScheduleKind::ZbH2);
 }
 
 // Every numeric option has a range; NaN and infinity are refused by name, and
