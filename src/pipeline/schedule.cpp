@@ -247,10 +247,11 @@ double theoretical_bubble(ScheduleKind kind, int stages, int microbatches, int c
   return 0;
 }
 
-std::optional<std::string> bubble_warning(int stages, int microbatches) {
-  check_schedule_shape(ScheduleKind::OneFOneB, stages, microbatches, 1);
+std::optional<std::string> bubble_warning(int stages, int microbatches, ScheduleKind kind,
+                                          int chunks) {
+  check_schedule_shape(kind, stages, microbatches, chunks);
   if (stages == 1) return std::nullopt;
-  const double bubble = theoretical_bubble(ScheduleKind::OneFOneB, stages, microbatches);
+  const double bubble = theoretical_bubble(kind, stages, microbatches, chunks);
   const long pct = std::lround(100 * bubble);
   if (microbatches < stages)
     return detail::concat("only ", microbatches, " micro-batch", microbatches == 1 ? "" : "es",
@@ -258,9 +259,9 @@ std::optional<std::string> bubble_warning(int stages, int microbatches) {
                           "stages idle ", pct, "% of the step; use at least ", 4 * stages,
                           " micro-batches (4 x stages)");
   if (bubble > 0.25)
-    return detail::concat(microbatches, " micro-batches for ", stages,
-                          " pipeline stages leave a bubble of ", pct, "% of the step; ", 4 * stages,
-                          " or more micro-batches (4 x stages) keep it under 20%");
+    return detail::concat(microbatches, " micro-batches for ", stages, " pipeline stages leave ",
+                          schedule_kind_name(kind), " a bubble of ", pct, "% of the step; ",
+                          4 * stages, " or more micro-batches (4 x stages) keep it under 20%");
   return std::nullopt;
 }
 

@@ -115,8 +115,11 @@ int peak_in_flight(std::span<const Action> actions);
 // (P - 1) T_F); without the paper's optimizer post-validation no schedule
 // goes below (P - 1) T_F: the last stage waits that long for its first input.
 double theoretical_bubble(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
-// A warning when the pipeline never fills (m < P) or the bubble exceeds 25%.
-std::optional<std::string> bubble_warning(int stages, int microbatches);
+// A warning when the pipeline never fills (m < P) or the schedule's bubble
+// exceeds 25%.
+std::optional<std::string> bubble_warning(int stages, int microbatches,
+                                          ScheduleKind kind = ScheduleKind::OneFOneB,
+                                          int chunks = 1);
 
 // Compact text form for logs and tests: "RA3 F3 SA3 RG3 B3 SG3", "BI3" and "W3"
 // for the split backward; a non-zero chunk is appended as "F3@1".

@@ -451,7 +451,9 @@ void Trainer::print_plan() const {
      << " steps = " << total_steps_ * opts_.global_batch * cfg.T << " tokens\n"
      << data_.describe();
   for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
-  if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_)) os << "WARNING: " << *w << "\n";
+  if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_, opts_.schedule,
+                                       opts_.virtual_stages))
+    os << "WARNING: " << *w << "\n";
   CostModel cost;
   cost.microbatch_tokens = std::int64_t(opts_.micro_batch) * cfg.T;
   cost.microbatches = microbatches_;

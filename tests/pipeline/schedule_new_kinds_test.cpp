@@ -176,6 +176,14 @@ TEST(pipelineScheduleNewKinds, TheoreticalBubbles) {
             theoretical_bubble(ScheduleKind::OneFOneB, 4, 8));
 }
 
+TEST(pipelineScheduleNewKinds, BubbleWarningUsesTheSchedulesTheory) {
+  EXPECT_TRUE(bubble_warning(4, 8).has_value());  // 1F1B: 3/11 = 27%
+  EXPECT_FALSE(bubble_warning(4, 8, ScheduleKind::ZbH1).has_value());              // 3/27
+  EXPECT_FALSE(bubble_warning(4, 8, ScheduleKind::Interleaved, 2).has_value());    // 3/19
+  EXPECT_NE(bubble_warning(4, 4, ScheduleKind::Interleaved, 2)->find("interleaved"),
+            std::string::npos);  // 3/11
+}
+
 TEST(pipelineScheduleNewKinds, TextFormOfTheSplitBackward) {
   const Action bi{ActionKind::BackwardInput, 3, 1}, w{ActionKind::BackwardWeight, 2, 0};
   EXPECT_EQ(to_string(bi), "BI3@1");
