@@ -1,0 +1,181 @@
+// The schedule simulator on the interleaved and zero-bubble schedules
+// (pipeline/schedule.hpp): with equal stages and free links, the simulated
+// bubble against pipeline::theoretical_bubble and the zero-bubble paper's
+// claims; the chunks' costs and the split backward's B and W costs as given.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "pipeline/schedule.hpp"
+#include "core/error.hpp"
+#include "profile/metrics.hpp"
+#include "wiola-profile/simulator.hpp"
+
+namespace wiola::profile {
+namespace {
+
+using pipeline::ScheduleKind;
+
+// P ranks of equal cost: per micro-batch the rank's forward takes tf, its
+// backward tb of which tw is W; each of v chunks takes 1/v of that.
+SimInput equal_ranks(ScheduleKind kind, int P, int m, int v, double tf, double tb, double tw) {
+  SimInput in;
+  in.schedule = kind;
+  in.pp = P;
+  in.dp = 1;
+  in.microbatches = m;
+  in.chunks = v;
+  in.cluster.ranks_per_node = P;
+  SimStage st;
+  st.forward_s = tf / v;
+  st.backward_s = tb / v;
+  st.weight_s = tw / v;
+  in.stages.assign(std::size_t(P * v), st);
+  return in;
+}
+
+// The bubble every rank sees, checked to be the same on all ranks (equal
+// stages); also checks each rank computed m (tf + tb).
+double bubble_of(const SimInput& in, double tf, double tb) {
+  const SimResult r = simulate(in);
+  const std::vector<TimeSplit> splits = time_splits(r.records);
+  double worst = 0;
+  for (const TimeSplit& t : splits) {
+    EXPECT_NEAR(t.compute, in.microbatches * (tf + tb), 1e-9);
+    worst = std::max(worst, t.bubble());
+  }
+  return worst;
+}
+
+// Unit costs: T_F = 1, T_B = 2 of which W = 1 (so F, B and W cost 1 each).
+constexpr double kF = 1, kB = 2, kW = 1;
+
+TEST(SimulatorSchedules, OneFOneBStaysExact) {
+  for (int P : {2, 4})
+    for (int m : {P, 2 * P, 4 * P}) {
+      const double b = bubble_of(equal_ranks(ScheduleKind::OneFOneB, P, m, 1, kF, kB, kW), kF, kB);
+      EXPECT_NEAR(b, pipeline::theoretical_bubble(ScheduleKind::OneFOneB, P, m), 1e-12);
+    }
+}
+
+// Each chunk costs 1/v of the rank, so the ramp is (P - 1) chunk-steps of
+// (T_F + T_B) / v: the simulated bubble is exactly (P - 1) / (v m + P - 1),
+// for every P, v and m tried (m a multiple of P, as the schedule requires).
+TEST(SimulatorSchedules, InterleavedMatchesTheClosedForm) {
+  for (int P : {2, 4})
+    for (int v : {2, 3})
+      for (int m : {P, 2 * P, 4 * P}) {
+        SCOPED_TRACE(testing::Message() << "P=" << P << " v=" << v << " m=" << m);
+        const SimInput in = equal_ranks(ScheduleKind::Interleaved, P, m, v, kF, kB, kW);
+        const double b = bubble_of(in, kF, kB);
+        EXPECT_NEAR(b, double(P - 1) / (v * m + P - 1), 1e-12);
+        EXPECT_NEAR(b, pipeline::theoretical_bubble(ScheduleKind::Interleaved, P, m, v), 1e-12);
+        EXPECT_NEAR(simulate(in).step_s, (m + double(P - 1) / v) * (kF + kB), 1e-9);
+        EXPECT_LT(b, pipeline::theoretical_bubble(ScheduleKind::OneFOneB, P, m));
+      }
+}
+
+// ZB-H1 with T_F = T_B = T_W: exactly the closed form (P - 1) / (3 m + P - 1);
+// with B dearer than W, the paper's (P - 1)(T_F + T_B - T_W) of idle time.
+TEST(SimulatorSchedules, ZeroBubbleH1MatchesThePaper) {
+  for (int P : {2, 4})
+    for (int m : {P, 2 * P, 4 * P}) {
+      SCOPED_TRACE(testing::Message() << "P=" << P << " m=" << m);
+      const double b = bubble_of(equal_ranks(ScheduleKind::ZbH1, P, m, 1, kF, kB, kW), kF, kB);
+      EXPECT_NEAR(b, pipeline::theoretical_bubble(ScheduleKind::ZbH1, P, m), 1e-12);
+      EXPECT_LT(b, pipeline::theoretical_bubble(ScheduleKind::OneFOneB, P, m));
+      // B = 1.5, W = 0.5.
+      const SimInput uneven = equal_ranks(ScheduleKind::ZbH1, P, m, 1, kF, kB, 0.5);
+      EXPECT_NEAR(simulate(uneven).step_s, m * (kF + kB) + (P - 1) * (kF + 1.5 - 0.5), 1e-9);
+    }
+}
+
+// ZB-H2 as pipeline::make_schedule orders it today (every W right after its
+// B, 2 (P - s - 1) warm-up forwards): the idle time is (P - 1)(T_F + T_B),
+// T_B being B's cost. That beats 1F1B's (P - 1)(T_F + T_B + T_W) but not
+// ZB-H1's (P - 1)(T_F + T_B - T_W), whatever W costs: the cool-down's B
+// chain carries the W of the stage below it. The paper's H2 idles about
+// (P - 1) T_F (schedule.hpp); this records what the schedule gives.
+TEST(SimulatorSchedules, ZeroBubbleH2AsScheduled) {
+  for (int P : {2, 4})
+    for (int m : {P, 2 * P, 4 * P})
+      for (double w : {kW, 0.5}) {
+        SCOPED_TRACE(testing::Message() << "P=" << P << " m=" << m << " W=" << w);
+        const SimInput h2 = equal_ranks(ScheduleKind::ZbH2, P, m, 1, kF, kB, w);
+        const double b2 = bubble_of(h2, kF, kB);
+        EXPECT_NEAR(simulate(h2).step_s, m * (kF + kB) + (P - 1) * (kF + kB - w), 1e-9);
+        EXPECT_LT(b2, pipeline::theoretical_bubble(ScheduleKind::OneFOneB, P, m));
+        const double b1 = bubble_of(equal_ranks(ScheduleKind::ZbH1, P, m, 1, kF, kB, w), kF, kB);
+        EXPECT_GE(b2, b1);
+      }
+}
+
+TEST(SimulatorSchedules, WeightShareDefaultsToHalfTheBackward) {
+  SimStage st;
+  st.backward_s = 3;
+  EXPECT_DOUBLE_EQ(weight_seconds(st), 1.5);
+  st.weight_s = 1;
+  EXPECT_DOUBLE_EQ(weight_seconds(st), 1);
+  st.weight_s = 5;  // more than the backward: all of it
+  EXPECT_DOUBLE_EQ(weight_seconds(st), 3);
+  SimInput known = equal_ranks(ScheduleKind::ZbH1, 4, 8, 1, 1, 3, 1.5);
+  SimInput unknown = known;
+  for (SimStage& s : unknown.stages) s.weight_s = -1;
+  EXPECT_NEAR(simulate(known).step_s, simulate(unknown).step_s, 1e-12);
+}
+
+// The split backward's actions are recorded as B and W with their costs.
+TEST(SimulatorSchedules, RecordsTheSplitBackward) {
+  const SimResult r = simulate(equal_ranks(ScheduleKind::ZbH1, 2, 4, 1, 1, 3, 1));
+  for (const RankRecord& rec : r.records) {
+    int nb = 0, nw = 0;
+    for (const TimedAction& a : rec.actions) {
+      if (a.kind == EventKind::BackwardInput) {
+        ++nb;
+        EXPECT_NEAR(a.end - a.begin - a.waited, 2.0, 1e-12);
+      }
+      if (a.kind == EventKind::BackwardWeight) {
+        ++nw;
+        EXPECT_NEAR(a.end - a.begin - a.waited, 1.0, 1e-12);
+      }
+      EXPECT_NE(a.kind, EventKind::Backward);
+    }
+    EXPECT_EQ(nb, 4);
+    EXPECT_EQ(nw, 4);
+  }
+}
+
+// Interleaved: every virtual boundary's message has its own size, and the
+// wrap (last rank's chunk c -> rank 0's chunk c + 1) crosses the link
+// between those two ranks.
+TEST(SimulatorSchedules, InterleavedBoundariesAndTheWrap) {
+  const int P = 2, v = 2, m = 2;
+  SimInput in = equal_ranks(ScheduleKind::Interleaved, P, m, v, 1, 2, 1);
+  const double free_step = simulate(in).step_s;
+  // The last virtual stage sends nothing: its size is never used.
+  in.stages[std::size_t(P * v - 1)].message_bytes = 1e9;
+  in.cluster.intra = {0.0, 1.0};
+  EXPECT_NEAR(simulate(in).step_s, free_step, 1e-12);
+  // The wrap boundary (virtual 1 -> 2, rank 1 -> rank 0) costs time once it has bytes.
+  in.stages[std::size_t(P - 1)].message_bytes = 0.25;
+  const double wrap_step = simulate(in).step_s;
+  EXPECT_GT(wrap_step, free_step + 0.25 - 1e-12);
+  // Over an inter-node link (each rank on its own node) it costs more.
+  in.cluster.ranks_per_node = 1;
+  in.cluster.inter = {1.0, 1.0};
+  EXPECT_GT(simulate(in).step_s, wrap_step + 1.0 - 1e-12);
+  // The costs must be per virtual stage.
+  in.stages.pop_back();
+  EXPECT_THROW(simulate(in), Error);
+}
+
+// A rank's chunks' rank-level costs add up: the optimizer runs once over all of them.
+TEST(SimulatorSchedules, RankLevelCostsSumOverChunks) {
+  SimInput in = equal_ranks(ScheduleKind::Interleaved, 2, 2, 2, 1, 2, 1);
+  const double base = simulate(in).step_s;
+  for (SimStage& s : in.stages) s.optimizer_s = 0.5;
+  EXPECT_NEAR(simulate(in).step_s, base + 1.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace wiola::profile
