@@ -8,6 +8,9 @@
 
 #include "pipeline/schedule.hpp"
 #include "core/error.hpp"
+#include "core/model_config.hpp"
+#include "model/flops.hpp"
+#include "partition/partition.hpp"
 #include "profile/metrics.hpp"
 #include "wiola-profile/simulator.hpp"
 
@@ -175,6 +178,62 @@ TEST(SimulatorSchedules, RankLevelCostsSumOverChunks) {
   const double base = simulate(in).step_s;
   for (SimStage& s : in.stages) s.optimizer_s = 0.5;
   EXPECT_NEAR(simulate(in).step_s, base + 1.0, 1e-12);
+}
+
+// A layout with chunks: the per-virtual-stage figures add up per rank, and
+// the same calls give the old answers with one chunk.
+TEST(LayoutChunks, RankSumsOverItsVirtualStages) {
+  RunLayout l;
+  l.model = preset("wiola-mini");
+  l.pp = 2;
+  l.virtual_stages = 2;
+  l.stages = partition_layers(l.model, 4);
+  EXPECT_EQ(l.chunks_of(1), (std::vector<int>{1, 3}));
+  EXPECT_NEAR(l.rank_flops_per_token(0) + l.rank_flops_per_token(1),
+              training_flops_per_token(l.model), 1e-6 * training_flops_per_token(l.model));
+  EXPECT_GT(l.stage_flops_per_token(3), l.stage_flops_per_token(2));  // the head
+  EXPECT_GT(l.message_bytes(1), 0);  // the wrap: stage 1 chunk 0 -> stage 0 chunk 1
+  EXPECT_EQ(l.message_bytes(3), 0);
+  EXPECT_DOUBLE_EQ(l.rank_message_bytes(1), l.message_bytes(1));
+  EXPECT_EQ(l.rank_layers(0).find('+') != std::string::npos, true);
+  RunLayout one = l;
+  one.virtual_stages = 1;
+  one.stages = partition_layers(l.model, 2);
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ(one.rank_flops_per_token(s), one.stage_flops_per_token(s));
+    EXPECT_EQ(one.rank_params(s), one.stage_params(s));
+    EXPECT_EQ(one.rank_message_bytes(s), one.message_bytes(s));
+  }
+}
+
+// Metrics of a simulated interleaved / zero-bubble run: the theory uses v, and
+// per-stage times are per micro-batch through the whole rank, W included.
+TEST(LayoutChunks, MetricsOfSimulatedRuns) {
+  RunLayout l;
+  l.model = preset("wiola-mini");
+  l.pp = 2;
+  l.microbatches = 4;
+  l.global_batch = 4;
+  l.virtual_stages = 2;
+  l.schedule = ScheduleKind::Interleaved;
+  l.stages = partition_layers(l.model, 4);
+  const SimResult r = simulate(equal_ranks(ScheduleKind::Interleaved, 2, 4, 2, 1, 2, 1));
+  const Metrics m = compute_metrics(l, r.records);
+  EXPECT_NEAR(m.overall.bubble_theory, 1.0 / 9.0, 1e-12);
+  EXPECT_NEAR(m.overall.bubble, 1.0 / 9.0, 1e-9);
+  EXPECT_NEAR(m.stages[0].forward_s, 1.0, 1e-12);
+  EXPECT_NEAR(m.stages[0].backward_s, 2.0, 1e-12);
+  EXPECT_EQ(m.stages[1].chunks.size(), 2u);
+
+  l.virtual_stages = 1;
+  l.schedule = ScheduleKind::ZbH1;
+  l.stages = partition_layers(l.model, 2);
+  const SimResult z = simulate(equal_ranks(ScheduleKind::ZbH1, 2, 4, 1, 1, 3, 1));
+  const Metrics mz = compute_metrics(l, z.records);
+  EXPECT_NEAR(mz.stages[1].backward_s, 3.0, 1e-12);
+  EXPECT_NEAR(mz.stages[1].weight_s, 1.0, 1e-12);
+  EXPECT_NEAR(mz.overall.bubble_theory, pipeline::theoretical_bubble(ScheduleKind::ZbH1, 2, 4),
+              1e-15);
 }
 
 }  // namespace
