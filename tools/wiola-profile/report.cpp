@@ -438,6 +438,32 @@ std::string format_projection(const Projection& p) {
                static_cast<long long>(l.stage_params(st)),
                c.optimizer_s / (l.zero >= 1 ? l.dp : 1) * 1e3, human_bytes(reduce_bytes).c_str());
   }
+  if (!p.candidates.empty()) {
+    out += "\n  schedules simulated (run.schedule = best):\n";
+    out += fmt("  %-16s %12s %9s %12s %10s %12s\n", "schedule", "step ms", "bubble", "tokens/s",
+               "in flight", "memory GiB");
+    for (const ScheduleCandidate& c : p.candidates) {
+      std::string name(pipeline::schedule_kind_name(c.schedule));
+      if (c.chunks > 1) name += fmt(" v=%d", c.chunks);
+      if (!c.ran) {
+        out += fmt("  %-16s not run: %s\n", name.c_str(), c.note.c_str());
+        continue;
+      }
+      const bool chosen = c.schedule == l.schedule && c.chunks == l.virtual_stages;
+      out += fmt("  %-16s %12.4g %9s %12.0f %10d %12.2f%s%s\n", name.c_str(), c.step_s * 1e3,
+                 percent(c.bubble).c_str(), c.tokens_per_s, c.peak_in_flight,
+                 c.memory_bytes / (1024.0 * 1024 * 1024), c.fits ? "" : "  does not fit",
+                 chosen ? "  <- chosen" : "");
+    }
+    out += "  chosen: ";
+    out += pipeline::schedule_kind_name(l.schedule);
+    if (l.virtual_stages > 1) out += fmt(" (%d chunks per stage)", l.virtual_stages);
+    out += ", " + p.choice + "\n";
+    if (s.device_memory_bytes > 0)
+      out += fmt("  memory: estimate of the largest rank (train/memory_plan.hpp per chunk, the "
+                 "schedule's peak in-flight micro-batches x chunks) against 95%% of %.1f GiB\n",
+                 s.device_memory_bytes / (1024.0 * 1024 * 1024));
+  }
   out += "\n  predicted step:\n";
   out += format_split_table(l, p.metrics, false);
   const OverallMetrics& o = p.metrics.overall;
@@ -500,6 +526,26 @@ Json projection_json(const Projection& p) {
     doc["measured"] = {{"step_s", s.measured->step_s},
                        {"bubble", s.measured->bubble},
                        {"tokens_per_s", s.measured->tokens_per_s}};
+  if (!p.candidates.empty()) {
+    Json cands = Json::array();
+    for (const ScheduleCandidate& c : p.candidates) {
+      Json j = {{"schedule", pipeline::schedule_kind_name(c.schedule)},
+                {"virtual_stages", c.chunks},
+                {"ran", c.ran}};
+      if (c.ran) {
+        j["step_s"] = c.step_s;
+        j["bubble"] = c.bubble;
+        j["tokens_per_s"] = c.tokens_per_s;
+        j["peak_in_flight"] = c.peak_in_flight;
+        j["memory_bytes"] = c.memory_bytes;
+        j["fits"] = c.fits;
+      } else {
+        j["why_not"] = c.note;
+      }
+      cands.push_back(std::move(j));
+    }
+    doc["schedules"] = {{"candidates", std::move(cands)}, {"choice", p.choice}};
+  }
   if (p.budget_tokens > 0)
     doc["budget"] = {{"tokens", p.budget_tokens},
                      {"what", s.train_tokens},
