@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "pipeline/schedule.hpp"
 #include "core/error.hpp"
@@ -12,7 +13,12 @@
 #include "model/flops.hpp"
 #include "partition/partition.hpp"
 #include "profile/metrics.hpp"
+#include "wiola-profile/projection.hpp"
+#include "wiola-profile/report.hpp"
 #include "wiola-profile/simulator.hpp"
+#include "wiola-profile/spec_file.hpp"
+#include "wiola-profile/sweep.hpp"
+#include "wiola-profile/files.hpp"
 
 namespace wiola::profile {
 namespace {
@@ -234,6 +240,105 @@ TEST(LayoutChunks, MetricsOfSimulatedRuns) {
   EXPECT_NEAR(mz.stages[1].weight_s, 1.0, 1e-12);
   EXPECT_NEAR(mz.overall.bubble_theory, pipeline::theoretical_bubble(ScheduleKind::ZbH1, 2, 4),
               1e-15);
+}
+
+TEST(SweepSchedules, ItemsAndPoints) {
+  EXPECT_EQ(parse_sweep_schedule("zb-h2", 3), std::make_pair(ScheduleKind::ZbH2, 1));
+  EXPECT_EQ(parse_sweep_schedule("interleaved", 1), std::make_pair(ScheduleKind::Interleaved, 2));
+  EXPECT_EQ(parse_sweep_schedule("interleaved:3", 1),
+            std::make_pair(ScheduleKind::Interleaved, 3));
+  EXPECT_THROW(parse_sweep_schedule("interleaved:1", 1), Error);
+  EXPECT_THROW(parse_sweep_schedule("interleaved:x", 1), Error);
+  EXPECT_THROW(parse_sweep_schedule("zb-h1:2", 1), Error);
+  EXPECT_THROW(parse_sweep_schedule("zb-h3", 1), Error);
+  TrainOptions o;
+  o.model = preset("wiola-mini");
+  o.global_batch = 16;
+  o.micro_batch = 4;
+  SweepSpec s;
+  s.pp = {1, 2};
+  s.schedule = {"1f1b", "interleaved:2", "zb-h1", "zb-h2"};
+  std::vector<std::string> skipped;
+  const auto points = sweep_points(o, s, 2, skipped);
+  // pp 1 cannot interleave; the other 7 combinations run.
+  EXPECT_EQ(points.size(), 7u);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("interleaved"), std::string::npos);
+  int interleaved = 0;
+  for (const SweepPoint& p : points)
+    if (p.virtual_stages == 2) ++interleaved;
+  EXPECT_EQ(interleaved, 1);
+}
+
+std::string write_spec(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  write_text_file(path.string(), text);
+  return path.string();
+}
+
+const char* kSpec1p5b =
+    "[model]\npreset = wiola-1.5b\n"
+    "[cluster]\ngpus_per_node = 8\nnodes = 8\ndevice = h100\ncompute_efficiency = 0.45\n"
+    "intra_bandwidth_GBps = 150\nintra_latency_us = 3\ninter_bandwidth_GBps = 45\n"
+    "inter_latency_us = 10\nmemory_bandwidth_GBps = 3350\n"
+    "[run]\npp = 4\nmicro_batch = 1\nglobal_batch = 512\nzero = 1\nactivation_bytes = 2\n"
+    "param_bytes = 2\n";
+
+// run.schedule = best (the default): every candidate simulated, the fastest that fits chosen.
+TEST(ProjectionSchedules, BestIsTheFastestThatFits) {
+  const std::string spec = write_spec("wiola-profile-sched.ini", kSpec1p5b);
+  const Projection p = project(load_projection(spec, {}));
+  ASSERT_EQ(p.candidates.size(), 4u);
+  double fastest = 1e300;
+  for (const ScheduleCandidate& c : p.candidates) {
+    ASSERT_TRUE(c.ran) << c.note;
+    EXPECT_TRUE(c.fits);
+    fastest = std::min(fastest, c.step_s);
+  }
+  EXPECT_DOUBLE_EQ(p.metrics.overall.step_s, fastest);
+  EXPECT_NE(format_projection(p).find("chosen: "), std::string::npos);
+  // The interleaved candidate runs 8 virtual stages; ZB-H2 holds the most micro-batches of
+  // the one-chunk schedules (2P - 1 on stage 0), interleaved more chunks than 1F1B.
+  EXPECT_EQ(p.candidates[1].peak_in_flight, 11);  // 2(P-1) + (v-1)P + 1
+  EXPECT_EQ(p.candidates[3].peak_in_flight, 7);   // 2P - 1
+  EXPECT_EQ(p.candidates[0].peak_in_flight, 4);
+  EXPECT_GT(p.candidates[3].memory_bytes, p.candidates[0].memory_bytes);
+  // Too little memory for any: the fastest is still shown, and said not to fit.
+  const Projection q = project(load_projection(spec, {"cluster.device_memory_GiB=1"}));
+  EXPECT_NE(q.choice.find("no candidate fits"), std::string::npos);
+  // Memory only for the lean schedules: ZB-H2 and interleaved drop out.
+  const double lean = p.candidates[0].memory_bytes / (1024.0 * 1024 * 1024) / 0.95 + 0.5;
+  const Projection r = project(
+      load_projection(spec, {"cluster.device_memory_GiB=" + std::to_string(lean)}));
+  EXPECT_FALSE(r.candidates[1].fits);
+  EXPECT_FALSE(r.candidates[3].fits);
+  EXPECT_NE(r.spec.layout.schedule, ScheduleKind::ZbH2);
+  EXPECT_NE(r.spec.layout.schedule, ScheduleKind::Interleaved);
+  std::filesystem::remove(spec);
+}
+
+TEST(ProjectionSchedules, ExplicitInterleavedRunsPerVirtualStage) {
+  const std::string spec = write_spec("wiola-profile-sched2.ini", kSpec1p5b);
+  const Projection p =
+      project(load_projection(spec, {"run.schedule=interleaved", "run.virtual_stages=2"}));
+  EXPECT_TRUE(p.candidates.empty());
+  EXPECT_EQ(p.spec.layout.virtual_stages, 2);
+  ASSERT_EQ(p.input.stages.size(), 8u);
+  EXPECT_EQ(p.input.chunks, 2);
+  EXPECT_NEAR(p.metrics.overall.bubble_theory, 3.0 / (2 * 32 + 3), 1e-12);
+  // The wrap boundary (virtual 3 -> 4) carries a message; the last virtual stage none.
+  EXPECT_GT(p.input.stages[3].message_bytes, 0);
+  EXPECT_EQ(p.input.stages[7].message_bytes, 0);
+  // Per-stage times need one value per virtual stage.
+  EXPECT_THROW(load_projection(spec, {"run.schedule=interleaved", "times.stage_forward=1,1,1,1",
+                                      "times.stage_backward=2,2,2,2"}),
+               Error);
+  EXPECT_THROW(load_projection(spec, {"run.schedule=interleaved", "run.microbatches=6"}), Error);
+  // zb-h1 with a given W share: B and W split as told.
+  const Projection z =
+      project(load_projection(spec, {"run.schedule=zb-h1", "times.weight_share=0.25"}));
+  EXPECT_NEAR(weight_seconds(z.input.stages[0]), 0.25 * z.input.stages[0].backward_s, 1e-15);
+  std::filesystem::remove(spec);
 }
 
 }  // namespace
