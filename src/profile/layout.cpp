@@ -1,6 +1,7 @@
 #include "profile/layout.hpp"
 
 #include <algorithm>
+#include <span>
 #include <sstream>
 
 #include "model/flops.hpp"
@@ -9,29 +10,66 @@
 
 namespace wiola::profile {
 
-double RunLayout::stage_flops_per_token(int s) const {
-  const StageSpec& st = stages.at(std::size_t(s));
-  return 3.0 * forward_flops_per_token(model, st.first_layer, st.end_layer, s == pp - 1);
+std::vector<int> RunLayout::chunks_of(int s) const {
+  std::vector<int> out;
+  for (int c = 0; c < std::max(virtual_stages, 1); ++c) out.push_back(c * pp + s);
+  return out;
 }
 
-double RunLayout::message_bytes(int s) const {
-  if (s >= pp - 1) return 0;
+double RunLayout::stage_flops_per_token(int k) const {
+  const StageSpec& st = stages.at(std::size_t(k));
+  return 3.0 * forward_flops_per_token(model, st.first_layer, st.end_layer,
+                                       k == int(stages.size()) - 1);
+}
+
+double RunLayout::message_bytes(int k) const {
+  if (k >= int(stages.size()) - 1) return 0;
   // Summaries carried into a stage starting at layer b (StageModel::carry_count).
-  const int b = stages.at(std::size_t(s)).end_layer;
+  const int b = stages.at(std::size_t(k)).end_layer;
   const int carry = boundary_carry(model, b);
   const BoundaryShape shape =
       boundary_shape(micro_batch, model.T, model.d, dtype, carry, model.summary, model.arch);
   return double(shape.header_bytes() + shape.payload_bytes());
 }
 
-std::int64_t RunLayout::stage_params(int s) const {
-  return ParamLayout(model, stages.at(std::size_t(s))).total();
+std::int64_t RunLayout::stage_params(int k) const {
+  return ParamLayout(model, stages.at(std::size_t(k))).total();
+}
+
+double RunLayout::rank_flops_per_token(int s) const {
+  double sum = 0;
+  for (int k : chunks_of(s)) sum += stage_flops_per_token(k);
+  return sum;
+}
+
+double RunLayout::rank_message_bytes(int s) const {
+  double sum = 0;
+  for (int k : chunks_of(s)) sum += message_bytes(k);
+  return sum;
+}
+
+std::int64_t RunLayout::rank_params(int s) const {
+  if (virtual_stages <= 1) return stage_params(s);
+  std::vector<StageSpec> mine;
+  for (int k : chunks_of(s)) mine.push_back(stages.at(std::size_t(k)));
+  return ParamLayout(model, std::span<const StageSpec>(mine)).total();
+}
+
+std::string RunLayout::rank_layers(int s) const {
+  std::ostringstream os;
+  for (int k : chunks_of(s)) {
+    const StageSpec& sp = stages.at(std::size_t(k));
+    if (k != s) os << '+';
+    os << '[' << sp.first_layer << ',' << sp.end_layer << ')';
+  }
+  return os.str();
 }
 
 std::string RunLayout::describe() const {
   std::ostringstream os;
-  os << "pp " << pp << " x dp " << dp << ", " << pipeline::schedule_kind_name(schedule)
-     << ", zero " << zero << ", " << microbatches << " micro-batches of " << micro_batch
+  os << "pp " << pp << " x dp " << dp << ", " << pipeline::schedule_kind_name(schedule);
+  if (virtual_stages > 1) os << " (" << virtual_stages << " chunks per stage)";
+  os << ", zero " << zero << ", " << microbatches << " micro-batches of " << micro_batch
      << " x " << model.T << " tokens per replica, global batch " << global_batch;
   return os.str();
 }

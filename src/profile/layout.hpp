@@ -31,14 +31,24 @@ struct RunLayout {
 
   int world() const { return pp * dp; }
   std::int64_t tokens_per_step() const { return std::int64_t(global_batch) * model.T; }
-  // Training FLOPs per token of stage s (the one formula, model/flops.hpp):
-  // 3 x forward of its layers, plus the head on the last stage.
-  double stage_flops_per_token(int s) const;
-  // Bytes of the boundary message stage s sends to s + 1 per micro-batch (the
-  // gradient coming back has the same size); 0 for the last stage.
-  double message_bytes(int s) const;
-  // Parameters held by stage s (its flat buffer, the tied embedding copy included).
-  std::int64_t stage_params(int s) const;
+  int num_virtual() const { return pp * virtual_stages; }
+  // The virtual stages stage (rank) s holds: s, pp + s, 2 pp + s, ...
+  std::vector<int> chunks_of(int s) const;
+  // Per VIRTUAL stage k (= stage when v = 1):
+  // Training FLOPs per token of virtual stage k (the one formula,
+  // model/flops.hpp): 3 x forward of its layers, plus the head on the last one.
+  double stage_flops_per_token(int k) const;
+  // Bytes of the boundary message virtual stage k sends to k + 1 per
+  // micro-batch (the gradient coming back has the same size); 0 for the last.
+  double message_bytes(int k) const;
+  // Parameters of virtual stage k alone (the tied embedding copy included).
+  std::int64_t stage_params(int k) const;
+  // Per stage (rank) s, over its chunks (the same as above when v = 1):
+  double rank_flops_per_token(int s) const;
+  double rank_message_bytes(int s) const;  // what it sends forward per micro-batch, all chunks
+  std::int64_t rank_params(int s) const;   // its flat buffer (ParamLayout over its chunks)
+  // "[0,4)" or, with chunks, "[0,2)+[4,6)".
+  std::string rank_layers(int s) const;
   // "pp 2 x dp 1, 1f1b, zero 0, m 4 x micro-batch 4"
   std::string describe() const;
 };

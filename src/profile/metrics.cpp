@@ -121,27 +121,37 @@ Metrics compute_metrics(const RunLayout& layout, const std::vector<RankRecord>& 
     rm.dp_index = rec.dp_index;
     rm.t = splits[r];
     const TimeSplit& t = rm.t;
-    const double flops_per_step = layout.stage_flops_per_token(rec.stage) * replica_tokens;
+    const double flops_per_step = layout.rank_flops_per_token(rec.stage) * replica_tokens;
     rm.flops_per_s = flops_per_step / std::max(t.step, 1e-12);
     rm.peak_flops = rec.peak_flops;
     rm.mfu = rec.peak_flops > 0 ? rm.flops_per_s / rec.peak_flops : 0;
     rm.compute_mfu =
         rec.peak_flops > 0 ? flops_per_step / std::max(t.compute, 1e-12) / rec.peak_flops : 0;
     rm.peak_rss_bytes = rec.peak_rss_bytes;
+    // Per micro-batch through the whole rank: a chunk's action is 1/v of it.
+    // A split backward's B and W both count as backward; W also on its own.
     int nf = 0, nb = 0;
     double covered = 0;
     for (const TimedAction& a : rec.actions) {
       covered += a.end - a.begin;
+      const double busy = a.end - a.begin - a.waited;
       if (a.kind == EventKind::Forward) {
-        rm.forward_s += a.end - a.begin - a.waited;
+        rm.forward_s += busy;
         ++nf;
-      } else if (a.kind == EventKind::Backward) {
-        rm.backward_s += a.end - a.begin - a.waited;
+      } else if (a.kind == EventKind::Backward || a.kind == EventKind::BackwardInput) {
+        rm.backward_s += busy;
         ++nb;
+      } else if (a.kind == EventKind::BackwardWeight) {
+        rm.backward_s += busy;
+        rm.weight_s += busy;
       }
     }
-    if (nf) rm.forward_s /= nf;
-    if (nb) rm.backward_s /= nb;
+    const double chunks = std::max(layout.virtual_stages, 1);
+    if (nf) rm.forward_s *= chunks / nf;
+    if (nb) {
+      rm.backward_s *= chunks / nb;
+      rm.weight_s *= chunks / nb;
+    }
     rm.outside_s = t.step - covered / rec.steps;
     m.ranks.push_back(rm);
   }
@@ -150,8 +160,9 @@ Metrics compute_metrics(const RunLayout& layout, const std::vector<RankRecord>& 
     StageMetrics sm;
     sm.stage = s;
     sm.spec = layout.stages.at(std::size_t(s));
-    sm.message_bytes = layout.message_bytes(s);
-    sm.train_flops_per_token = layout.stage_flops_per_token(s);
+    for (int k : layout.chunks_of(s)) sm.chunks.push_back(layout.stages.at(std::size_t(k)));
+    sm.message_bytes = layout.rank_message_bytes(s);
+    sm.train_flops_per_token = layout.rank_flops_per_token(s);
     double compute_flops = 0;
     for (const RankMetrics& rm : m.ranks) {
       if (rm.stage != s) continue;
@@ -163,12 +174,14 @@ Metrics compute_metrics(const RunLayout& layout, const std::vector<RankRecord>& 
       sm.peak_rss_bytes = std::max(sm.peak_rss_bytes, rm.peak_rss_bytes);
       sm.forward_s += rm.forward_s;
       sm.backward_s += rm.backward_s;
+      sm.weight_s += rm.weight_s;
       sm.outside_s += rm.outside_s;
     }
     const double inv = 1.0 / std::max(sm.replicas, 1);
     sm.t = sm.t.scaled(inv);
     sm.forward_s *= inv;
     sm.backward_s *= inv;
+    sm.weight_s *= inv;
     sm.outside_s *= inv;
     sm.tokens_per_s = double(layout.tokens_per_step()) / std::max(sm.t.step, 1e-12);
     sm.mfu = sm.peak_flops > 0 ? sm.flops_per_s / sm.peak_flops : 0;
@@ -190,7 +203,8 @@ Metrics compute_metrics(const RunLayout& layout, const std::vector<RankRecord>& 
   o.t = o.t.scaled(inv);
   o.step_s = slowest;
   o.bubble *= inv;
-  o.bubble_theory = pipeline::theoretical_bubble(layout.schedule, layout.pp, layout.microbatches);
+  o.bubble_theory = pipeline::theoretical_bubble(layout.schedule, layout.pp, layout.microbatches,
+                                                 std::max(layout.virtual_stages, 1));
   o.tokens_per_s = double(layout.tokens_per_step()) / std::max(slowest, 1e-12);
   o.flops_per_s = training_flops_per_token(layout.model) * o.tokens_per_s;
   o.mfu = o.peak_flops > 0 ? o.flops_per_s / o.peak_flops : 0;

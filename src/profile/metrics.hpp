@@ -28,7 +28,10 @@ struct RankMetrics {
   double mfu = 0;                   // flops_per_s / peak_flops
   double compute_mfu = 0;           // the same FLOPs over compute time only
   double peak_rss_bytes = 0;
-  double forward_s = 0, backward_s = 0;  // per micro-batch, waits excluded (means)
+  // Per micro-batch through the rank (all its chunks), waits excluded (means);
+  // backward_s includes a split backward's B and W, weight_s is W alone (0
+  // for schedules that do not split the backward).
+  double forward_s = 0, backward_s = 0, weight_s = 0;
   // Per step, time inside no action at all: the trainer's work between steps
   // (its per-step all-reduce of stop flags included) and between actions.
   // The rest of `other` (data loading on the first and last stage) is inside
@@ -38,7 +41,8 @@ struct RankMetrics {
 
 struct StageMetrics {
   int stage = 0;
-  StageSpec spec;
+  StageSpec spec;                   // its first chunk (the stage when v = 1)
+  std::vector<StageSpec> chunks;    // all its chunks: virtual stages s, pp + s, ...
   int replicas = 0;
   TimeSplit t;                      // mean over the stage's replicas
   double tokens_per_s = 0;          // the global batch's tokens / this stage's step time
@@ -46,10 +50,10 @@ struct StageMetrics {
   double peak_flops = 0;            // sum over replicas
   double mfu = 0, compute_mfu = 0;
   double peak_rss_bytes = 0;        // largest replica
-  double forward_s = 0, backward_s = 0;  // per micro-batch (means over replicas)
+  double forward_s = 0, backward_s = 0, weight_s = 0;  // per micro-batch (means over replicas)
   double outside_s = 0;                  // per step (mean over replicas)
-  double message_bytes = 0;         // to the next stage, per micro-batch
-  double train_flops_per_token = 0;
+  double message_bytes = 0;         // to the next stage, per micro-batch (all chunks)
+  double train_flops_per_token = 0; // all its chunks
 };
 
 struct OverallMetrics {
@@ -61,7 +65,7 @@ struct OverallMetrics {
   double mfu = 0;
   double compute_mfu = 0;           // every rank's FLOPs over its compute time, over the peak sum
   double bubble = 0;                // mean over ranks of (wait + drain) / step
-  double bubble_theory = 0;         // pipeline::theoretical_bubble(schedule, pp, m)
+  double bubble_theory = 0;         // pipeline::theoretical_bubble(schedule, pp, m, v)
   double peak_rss_bytes = 0;        // largest rank
   std::vector<double> step_times;   // per measured step, the slowest rank's
 };

@@ -135,11 +135,15 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
   std::vector<int> track(actions.size());
   for (int r = 0; r < layout.world(); ++r) {
     const int stage = r / layout.dp, dp_index = r % layout.dp;
-    const StageSpec& sp = layout.stages.at(std::size_t(stage));
     std::string pname = "stage ";
     pname += std::to_string(stage);
-    pname += " (layers " + std::to_string(sp.first_layer) + "-" +
-             std::to_string(sp.end_layer - 1) + ")";
+    if (layout.virtual_stages > 1) {
+      pname += " (layers " + layout.rank_layers(stage) + ")";
+    } else {
+      const StageSpec& sp = layout.stages.at(std::size_t(stage));
+      pname += " (layers " + std::to_string(sp.first_layer) + "-" +
+               std::to_string(sp.end_layer - 1) + ")";
+    }
     std::string tname = "rank ";
     tname += std::to_string(r);
     tname += " (dp " + std::to_string(dp_index) + ")";
@@ -159,7 +163,8 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
       Json args = {{"step", a.step}};
       if (a.microbatch >= 0) args["microbatch"] = a.microbatch;
       double begin = a.begin;
-      const bool compute = a.kind == Kind::Forward || a.kind == Kind::Backward;
+      const bool compute =
+          a.kind == Kind::Forward || a.kind == Kind::Backward || a.kind == Kind::BackwardInput;
       if (compute && a.waited > 0) {
         // The wait comes first: Forward / Backward block on their receive, then compute.
         begin = std::min(a.end, a.begin + a.waited);
@@ -177,11 +182,14 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
       trace.add_slice(tr, "step " + std::to_string(step), "step", span.first, span.second,
                       {{"step", step}});
   }
-  // Arrows: activation from stage s-1 into Forward on s, gradient from s+1 into Backward on s.
-  for (int r = 0; r < layout.world(); ++r) {
+  // Arrows: activation from stage s-1 into Forward on s, gradient from s+1 into Backward (or
+  // B) on s. Not drawn with several chunks per stage: the records do not say which chunk an
+  // action ran, so a micro-batch's messages could not be told apart.
+  for (int r = 0; r < layout.world() && layout.virtual_stages <= 1; ++r) {
     const int stage = r / layout.dp, dpi = r % layout.dp;
     for (const TimedAction& a : actions[std::size_t(r)]) {
-      const bool fwd = a.kind == Kind::Forward, bwd = a.kind == Kind::Backward;
+      const bool fwd = a.kind == Kind::Forward;
+      const bool bwd = a.kind == Kind::Backward || a.kind == Kind::BackwardInput;
       if ((!fwd && !bwd) || (fwd && stage == 0) || (bwd && stage == layout.pp - 1)) continue;
       const int from_stage = fwd ? stage - 1 : stage + 1;
       const auto it = sends.find({a.step, dpi, bwd ? 1 : 0, from_stage, a.microbatch});

@@ -53,19 +53,25 @@ LayerTimes derive_layer_times(const RunLayout& layout, const std::vector<StageMe
   t.micro_batch = layout.micro_batch;
   t.layers.resize(std::size_t(c.L));
   for (const StageMetrics& sm : stages) {
-    const StageSpec& sp = sm.spec;
+    // The stage's times cover all its chunks (one with v = 1).
+    const std::vector<StageSpec> chunks =
+        sm.chunks.empty() ? std::vector<StageSpec>{sm.spec} : sm.chunks;
     double total = 0;
-    for (int l = sp.first_layer; l < sp.end_layer; ++l) total += costs.layers[std::size_t(l)];
-    if (sp.embed) total += costs.embed;
-    if (sp.head) total += costs.head;
+    for (const StageSpec& sp : chunks) {
+      for (int l = sp.first_layer; l < sp.end_layer; ++l) total += costs.layers[std::size_t(l)];
+      if (sp.embed) total += costs.embed;
+      if (sp.head) total += costs.head;
+    }
     if (total <= 0) continue;
     auto share = [&](double cost) {
       return PartTimes{sm.forward_s * cost / total, sm.backward_s * cost / total};
     };
-    for (int l = sp.first_layer; l < sp.end_layer; ++l)
-      t.layers[std::size_t(l)] = share(costs.layers[std::size_t(l)]);
-    if (sp.embed) t.embed = share(costs.embed);
-    if (sp.head) t.head = share(costs.head);
+    for (const StageSpec& sp : chunks) {
+      for (int l = sp.first_layer; l < sp.end_layer; ++l)
+        t.layers[std::size_t(l)] = share(costs.layers[std::size_t(l)]);
+      if (sp.embed) t.embed = share(costs.embed);
+      if (sp.head) t.head = share(costs.head);
+    }
   }
   return t;
 }
@@ -74,7 +80,7 @@ double optimizer_seconds_per_param(const RunLayout& layout, const Metrics& metri
   double sum = 0;
   for (const RankMetrics& r : metrics.ranks) {
     const double params =
-        double(layout.stage_params(r.stage)) / (layout.zero >= 1 ? layout.dp : 1);
+        double(layout.rank_params(r.stage)) / (layout.zero >= 1 ? layout.dp : 1);
     sum += r.t.optimizer / std::max(params, 1.0);
   }
   return metrics.ranks.empty() ? 0 : sum / double(metrics.ranks.size());
@@ -106,7 +112,8 @@ MeasuredProfile measured_profile(const ProfileResult& r) {
   for (const RankMetrics& k : m.ranks) p.peak_flops += k.peak_flops;
   if (!m.ranks.empty()) p.peak_flops /= double(m.ranks.size());
   for (const StageMetrics& s : m.stages)
-    p.stages.push_back({s.forward_s, s.backward_s, s.t.optimizer, s.outside_s, s.t.bubble()});
+    p.stages.push_back(
+        {s.forward_s, s.backward_s, s.t.optimizer, s.outside_s, s.t.bubble(), s.weight_s});
   p.layer_times = derive_layer_times(r.layout, m.stages);
   p.optimizer_s_per_param = optimizer_seconds_per_param(r.layout, m);
   p.step_s = m.overall.step_s;
@@ -128,13 +135,14 @@ RunLayout layout_from_json(const Json& j, const ModelConfig& model) {
   l.zero = j.at("zero").get<int>();
   l.threads = j.at("threads").get<int>();
   l.schedule = pipeline::parse_schedule_kind(j.at("schedule").get<std::string>());
+  l.virtual_stages = j.value("virtual_stages", 1);  // absent before interleaved schedules
   l.dtype = parse_dtype(j.at("dtype").get<std::string>());
   std::string split;
   for (const Json& n : j.at("stage_layers")) {
     if (!split.empty()) split += ",";
     split += std::to_string(n.get<int>());
   }
-  l.stages = parse_stage_layers(split, model, l.pp);
+  l.stages = parse_stage_layers(split, model, l.pp * std::max(l.virtual_stages, 1));
   return l;
 }
 
@@ -153,7 +161,8 @@ MeasuredProfile measured_profile_from_json(const Json& j, const std::string& ori
     for (const Json& s : j.at("stages"))
       p.stages.push_back({s.at("forward_s").get<double>(), s.at("backward_s").get<double>(),
                           s.at("optimizer_s").get<double>(),
-                          s.at("outside_actions_s").get<double>(), s.at("bubble").get<double>()});
+                          s.at("outside_actions_s").get<double>(), s.at("bubble").get<double>(),
+                          s.value("weight_s", 0.0)});
     p.layer_times = layer_times_from_json(j.at("layer_times"));
     p.optimizer_s_per_param = j.at("optimizer_seconds_per_param").get<double>();
     const Json& o = j.at("overall");

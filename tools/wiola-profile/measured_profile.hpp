@@ -43,6 +43,7 @@ struct MeasuredStage {
   double optimizer_s = 0;                // per step: the replica's (its shard under ZeRO >= 1)
   double outside_s = 0;                  // per step, inside no action
   double bubble = 0;
+  double weight_s = 0;                   // of backward_s, a split backward's W (0: not split)
 };
 
 struct MeasuredProfile {

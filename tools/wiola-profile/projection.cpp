@@ -6,7 +6,9 @@
 #include "core/error.hpp"
 #include "model/flops.hpp"
 #include "partition/partition.hpp"
+#include "pipeline/schedule_check.hpp"
 #include "profile/peak.hpp"
+#include "train/memory_plan.hpp"
 #include "wiola-profile/files.hpp"
 #include "wiola-profile/model_fields.hpp"
 #include "wiola-profile/spec_file.hpp"
@@ -16,6 +18,15 @@ namespace wiola::profile {
 // ---- the spec ----------------------------------------------------------------
 
 namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Memory per device in bytes (datasheet: 80 GB, 141 GB): the schedule's memory check.
+double device_memory_bytes(const std::string& device) {
+  if (device == "h100" || device == "a100") return 80e9;
+  if (device == "h200") return 141e9;
+  return 0;
+}
 
 bool same_model(const ModelConfig& a, const ModelConfig& b) {
   return a.arch == b.arch && a.dff == b.dff && a.d == b.d && a.L == b.L && a.H == b.H &&
@@ -51,7 +62,10 @@ void read_cluster(const SpecValues& in, bool profile_peak, ProjectionSpec& spec)
             "); give cluster.peak_tflops instead");
     spec.peak_flops = *t * 1e12;
     spec.peak_source = device + " bf16 dense peak";
+    spec.device_memory_bytes = device_memory_bytes(device);
   }
+  spec.device_memory_bytes =
+      in.number("cluster.device_memory_GiB", spec.device_memory_bytes / kGiB) * kGiB;
   if (in.has("cluster.peak_tflops")) {
     spec.peak_flops = in.number("cluster.peak_tflops", 0) * 1e12;
     spec.peak_source = profile_peak ? "the profile's measured peak" : "cluster.peak_tflops";
@@ -86,7 +100,17 @@ void read_run(const SpecValues& in, const MeasuredProfile* prof, ProjectionSpec&
     L.microbatches = L.global_batch / (L.micro_batch * L.dp);
   }
   require(L.microbatches >= 1, "projection: fewer than one micro-batch per replica");
-  L.schedule = pipeline::parse_schedule_kind(in.text("run.schedule", "1f1b"));
+  const std::string schedule = in.text("run.schedule", "best");
+  spec.pick_schedule = schedule == "best";
+  L.schedule = spec.pick_schedule ? pipeline::ScheduleKind::OneFOneB
+                                  : pipeline::parse_schedule_kind(schedule);
+  L.virtual_stages =
+      in.integer("run.virtual_stages", L.schedule == pipeline::ScheduleKind::Interleaved ? 2 : 1);
+  pipeline::check_schedule_shape(L.schedule, L.pp, L.microbatches, L.virtual_stages);
+  const int nv = L.pp * L.virtual_stages;
+  require(nv <= c.L, "projection: pp ", L.pp, " x ", L.virtual_stages, " chunks needs ", nv,
+          " layers, the model has ", c.L);
+  spec.recompute = in.integer("run.recompute", 0) != 0;
   L.zero = in.integer("run.zero", 0);
   require(L.zero >= 0 && L.zero <= 2, "projection: run.zero must be 0, 1 or 2");
   spec.activation_bytes = in.number("run.activation_bytes", 4);
@@ -95,12 +119,15 @@ void read_run(const SpecValues& in, const MeasuredProfile* prof, ProjectionSpec&
   spec.train_tokens = in.text("run.train_tokens", "");
   spec.overlap_comm = in.integer("run.overlap_comm", 1) != 0;
   L.dtype = DType::F32;  // message sizes are scaled by activation_bytes / 4
-  if (in.has("run.stage_layers"))
-    L.stages = parse_stage_layers(in.text("run.stage_layers", ""), c, L.pp);
-  else if (prof && prof->layout.pp == L.pp && prof->layout.model.L == c.L)
+  // One StageSpec per virtual stage (c * pp + s).
+  spec.stages_given = in.has("run.stage_layers");
+  if (spec.stages_given)
+    L.stages = parse_stage_layers(in.text("run.stage_layers", ""), c, nv);
+  else if (prof && prof->layout.pp == L.pp && prof->layout.virtual_stages == L.virtual_stages &&
+           prof->layout.model.L == c.L)
     L.stages = prof->layout.stages;
   else
-    L.stages = partition_layers(c, L.pp);
+    L.stages = partition_layers(c, nv);
 }
 
 // [times] given per stage or per layer; false when neither is.
@@ -151,7 +178,9 @@ void times_from_profile(const SpecValues& in, const MeasuredProfile& prof,
           measured.model.describe(), ", not the target ", L.model.describe(),
           "; drop times.profile to derive times from FLOPs (cluster.peak_tflops, "
           "cluster.compute_efficiency)");
-  if (same_stages(measured.stages, L.stages) && measured.micro_batch == L.micro_batch) {
+  // Per-stage times are per rank: reusable only without chunks.
+  if (same_stages(measured.stages, L.stages) && measured.micro_batch == L.micro_batch &&
+      measured.virtual_stages == 1 && L.virtual_stages == 1) {
     spec.source = TimeSource::Stages;
     spec.source_text = "measured per-stage times (" + prof_path + ")";
     for (const MeasuredStage& s : prof.stages) {
@@ -180,7 +209,15 @@ void times_from_profile(const SpecValues& in, const MeasuredProfile& prof,
   const bool same_run = same_stages(measured.stages, L.stages) &&
                         measured.micro_batch == L.micro_batch && measured.dp == L.dp &&
                         measured.microbatches == L.microbatches && measured.zero == L.zero &&
-                        measured.schedule == L.schedule;
+                        measured.schedule == L.schedule &&
+                        measured.virtual_stages == L.virtual_stages;
+  // A zero-bubble profile measured how much of the backward W is.
+  double w = 0, b = 0;
+  for (const MeasuredStage& s : prof.stages) {
+    w += s.weight_s;
+    b += s.backward_s;
+  }
+  if (w > 0 && b > 0 && !in.has("times.weight_share")) spec.weight_share = w / b;
   if (same_run) {
     ProjectionSpec::Measured mr;
     mr.step_s = prof.step_s;
@@ -205,12 +242,13 @@ void times_from_flops(ProjectionSpec& spec) {
 }
 
 void check_times(ProjectionSpec& spec) {
-  const int pp = spec.layout.pp;
+  const int pp = spec.layout.pp, nv = spec.layout.num_virtual();
   if (spec.source == TimeSource::Stages) {
     const std::size_t P = std::size_t(pp);
-    require(spec.stage_forward_s.size() == P && spec.stage_backward_s.size() == P,
-            "projection: times.stage_forward / times.stage_backward need ", P,
-            " values (one per stage)");
+    require(spec.stage_forward_s.size() == std::size_t(nv) &&
+                spec.stage_backward_s.size() == std::size_t(nv),
+            "projection: times.stage_forward / times.stage_backward need ", nv,
+            " values (one per stage", nv > pp ? " and chunk, virtual stage c x pp + s" : "", ")");
     if (spec.stage_optimizer_s.empty()) spec.stage_optimizer_s.assign(P, 0.0);
     if (spec.stage_other_s.empty()) spec.stage_other_s.assign(P, spec.other_s);
     require(spec.stage_optimizer_s.size() == P && spec.stage_other_s.size() == P,
@@ -218,8 +256,10 @@ void check_times(ProjectionSpec& spec) {
   }
   require(spec.source == TimeSource::Flops || spec.times_micro_batch > 0,
           "projection: times.micro_batch must be positive");
-  require(spec.message_bytes.empty() || int(spec.message_bytes.size()) == pp - 1,
-          "projection: times.message_bytes needs ", pp - 1, " values (one per boundary)");
+  require(spec.message_bytes.empty() || int(spec.message_bytes.size()) == nv - 1,
+          "projection: times.message_bytes needs ", nv - 1, " values (one per boundary)");
+  require(spec.weight_share < 0 || spec.weight_share <= 1,
+          "projection: times.weight_share must be in [0, 1]");
 }
 
 // `preloaded` is the profile named `preloaded_name` when the caller has it
@@ -241,6 +281,7 @@ ProjectionSpec build_spec(const boost::program_options::variables_map& vm,
   read_run(in, prof ? &*prof : nullptr, spec);
   spec.message_bytes = in.numbers("times.message_bytes");
   spec.other_s = in.number("times.other_s", 0.0);
+  spec.weight_share = in.number("times.weight_share", -1.0);
   if (!read_given_times(in, spec)) {
     if (prof)
       times_from_profile(in, *prof, prof_path, spec);
@@ -280,23 +321,30 @@ SimInput simulator_input(const ProjectionSpec& spec) {
   in.pp = L.pp;
   in.dp = L.dp;
   in.microbatches = L.microbatches;
+  in.chunks = L.virtual_stages;
   in.zero = L.zero;
   in.overlap_comm = spec.overlap_comm;
   in.cluster = spec.cluster;
   const double scale =
       spec.times_micro_batch > 0 ? double(L.micro_batch) / spec.times_micro_batch : 1.0;
   const double tokens = double(L.micro_batch) * c.T;
-  for (int s = 0; s < L.pp; ++s) {
-    const StageSpec& sp = L.stages[std::size_t(s)];
-    const double params = double(L.stage_params(s));
+  const int nv = L.num_virtual();
+  // Per virtual stage k (stage k % pp, chunk k / pp). Rank-level times (other,
+  // and the given per-stage optimizer times) go on chunk 0; the simulator sums
+  // a rank's chunks.
+  for (int k = 0; k < nv; ++k) {
+    const StageSpec& sp = L.stages[std::size_t(k)];
+    const int s = k % L.pp;
+    const bool first_chunk = k < L.pp;
+    const double params = double(L.stage_params(k));
     SimStage st;
     st.buckets = std::max(1, sp.num_layers());
     switch (spec.source) {
       case TimeSource::Stages:
-        st.forward_s = spec.stage_forward_s[std::size_t(s)] * scale;
-        st.backward_s = spec.stage_backward_s[std::size_t(s)] * scale;
-        st.optimizer_s = spec.stage_optimizer_s[std::size_t(s)];
-        st.other_s = spec.stage_other_s[std::size_t(s)];
+        st.forward_s = spec.stage_forward_s[std::size_t(k)] * scale;
+        st.backward_s = spec.stage_backward_s[std::size_t(k)] * scale;
+        st.optimizer_s = first_chunk ? spec.stage_optimizer_s[std::size_t(s)] : 0.0;
+        st.other_s = first_chunk ? spec.stage_other_s[std::size_t(s)] : 0.0;
         break;
       case TimeSource::Layers: {
         const LayerTimes& t = spec.layer_times;
@@ -319,24 +367,26 @@ SimInput simulator_input(const ProjectionSpec& spec) {
                              : (spec.memory_Bps > 0
                                     ? params * spec.optimizer_bytes_per_param / spec.memory_Bps
                                     : 0.0);
-        st.other_s = spec.other_s;
+        st.other_s = first_chunk ? spec.other_s : 0.0;
         break;
       }
       case TimeSource::Flops: {
-        const double fwd = L.stage_flops_per_token(s) / 3.0 * tokens;
+        const double fwd = L.stage_flops_per_token(k) / 3.0 * tokens;
         st.forward_s = fwd / (spec.peak_flops * spec.efficiency);
         st.backward_s = 2 * st.forward_s;
         st.optimizer_s = spec.memory_Bps > 0
                              ? params * spec.optimizer_bytes_per_param / spec.memory_Bps
                              : 0.0;
-        st.other_s = spec.other_s;
+        st.other_s = first_chunk ? spec.other_s : 0.0;
         break;
       }
     }
-    if (s + 1 < L.pp)
+    // W: the measured or given share, else the simulator's default.
+    if (spec.weight_share >= 0) st.weight_s = spec.weight_share * st.backward_s;
+    if (k + 1 < nv)
       st.message_bytes = spec.message_bytes.empty()
-                             ? L.message_bytes(s) * spec.activation_bytes / 4.0
-                             : spec.message_bytes[std::size_t(s)];
+                             ? L.message_bytes(k) * spec.activation_bytes / 4.0
+                             : spec.message_bytes[std::size_t(k)];
     st.grad_bytes = params * spec.grad_bytes;
     st.param_bytes = params * spec.param_bytes;
     st.embed_bytes = double(c.V) * c.d * spec.grad_bytes;
@@ -345,7 +395,61 @@ SimInput simulator_input(const ProjectionSpec& spec) {
   return in;
 }
 
-Projection project(const ProjectionSpec& spec) {
+std::vector<std::pair<pipeline::ScheduleKind, int>> candidate_schedules(int pp) {
+  using pipeline::ScheduleKind;
+  if (pp <= 1) return {{ScheduleKind::OneFOneB, 1}};
+  return {{ScheduleKind::OneFOneB, 1},
+          {ScheduleKind::Interleaved, 2},
+          {ScheduleKind::ZbH1, 1},
+          {ScheduleKind::ZbH2, 1}};
+}
+
+MemoryCheck projected_memory(const ProjectionSpec& spec) {
+  const RunLayout& L = spec.layout;
+  const int v = std::max(L.virtual_stages, 1);
+  const pipeline::ScheduleCheck check = pipeline::check_schedules(
+      pipeline::make_schedules(L.schedule, L.pp, L.microbatches, v), L.microbatches, v);
+  require(check.ok(), "projection: the ", pipeline::schedule_kind_name(L.schedule),
+          " schedule does not check out: ", check.message());
+  MemoryCheck out;
+  for (int s = 0; s < L.pp; ++s) {
+    const int peak = check.peak_in_flight[std::size_t(s)];
+    // estimate_memory per chunk, for ONE micro-batch in flight (the last
+    // stage of a 1F1B pipeline holds one), then scaled by the schedule's
+    // peak: chunks of one rank are about equal, so its peak of (micro-batch,
+    // chunk) pairs holds peak / v of the rank's activations per micro-batch.
+    MemoryPlanInput in;
+    in.model = L.model;
+    in.pp = L.pp;
+    in.stage_index = L.pp - 1;
+    in.dp = L.dp;
+    in.zero = L.zero;
+    in.dtype = spec.activation_bytes <= 2 ? DType::BF16 : DType::F32;
+    in.micro_batch = L.micro_batch;
+    in.microbatches = L.microbatches;
+    in.schedule = pipeline::ScheduleKind::OneFOneB;
+    in.recompute = spec.recompute;
+    in.device = true;
+    double fixed = 0, act = 0, head = 0, work = 0;
+    for (int k : L.chunks_of(s)) {
+      in.stage = L.stages[std::size_t(k)];
+      const MemoryEstimate e = estimate_memory(in);
+      fixed += e.weights + e.gradients + e.optimizer;
+      act += e.activations;
+      head += e.head;
+      work = std::max(work, e.workspace);
+    }
+    const double bytes =
+        fixed + act * peak / v + head * std::ceil(double(peak) / v) + work;
+    if (bytes > out.bytes) out.bytes = bytes;
+    out.peak_in_flight = std::max(out.peak_in_flight, peak);
+  }
+  return out;
+}
+
+namespace {
+
+Projection project_one(const ProjectionSpec& spec) {
   Projection p;
   p.spec = spec;
   p.input = simulator_input(spec);
@@ -370,6 +474,92 @@ Projection project(const ProjectionSpec& spec) {
     }
     p.time_to_train_s = p.budget_tokens / p.metrics.overall.tokens_per_s;
   }
+  p.memory = projected_memory(spec);
+  return p;
+}
+
+// The spec with another schedule, or why it cannot run this layout.
+std::optional<ProjectionSpec> with_schedule(const ProjectionSpec& spec, pipeline::ScheduleKind kind,
+                                            int chunks, std::string& why) {
+  ProjectionSpec s = spec;
+  RunLayout& L = s.layout;
+  try {
+    pipeline::check_schedule_shape(kind, L.pp, L.microbatches, chunks);
+  } catch (const Error& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+  if (chunks != L.virtual_stages) {
+    if (L.pp * chunks > L.model.L) {
+      why = detail::concat(L.pp * chunks, " virtual stages for ", L.model.L, " layers");
+      return std::nullopt;
+    }
+    if (spec.stages_given || spec.source == TimeSource::Stages || !spec.message_bytes.empty()) {
+      why = "the spec fixes the partition or per-stage times for " +
+            std::to_string(L.virtual_stages) + " chunk(s) per stage";
+      return std::nullopt;
+    }
+    L.stages = partition_layers(L.model, L.pp * chunks);
+  }
+  // What a profile measured holds for its own schedule only.
+  const bool same = kind == L.schedule && chunks == L.virtual_stages;
+  L.schedule = kind;
+  L.virtual_stages = chunks;
+  s.pick_schedule = false;
+  if (!same) s.measured = std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+Projection project(const ProjectionSpec& spec) {
+  if (!spec.pick_schedule) return project_one(spec);
+  std::vector<ScheduleCandidate> cands;
+  std::optional<Projection> best;
+  std::size_t best_i = 0;
+  for (const auto& [kind, chunks] : candidate_schedules(spec.layout.pp)) {
+    ScheduleCandidate c;
+    c.schedule = kind;
+    c.chunks = chunks;
+    const std::optional<ProjectionSpec> s = with_schedule(spec, kind, chunks, c.note);
+    if (s) {
+      Projection p = project_one(*s);
+      c.ran = true;
+      c.step_s = p.metrics.overall.step_s;
+      c.bubble = p.metrics.overall.bubble;
+      c.tokens_per_s = p.metrics.overall.tokens_per_s;
+      c.peak_in_flight = p.memory.peak_in_flight;
+      c.memory_bytes = p.memory.bytes;
+      c.fits = spec.device_memory_bytes <= 0 || p.memory.bytes <= 0.95 * spec.device_memory_bytes;
+      // The fastest that fits; ties keep the earlier (simpler) schedule.
+      const bool better = !best || (c.fits && !cands[best_i].fits) ||
+                          (c.fits == cands[best_i].fits && c.step_s < cands[best_i].step_s * (1 - 1e-9));
+      if (better) {
+        best = std::move(p);
+        best_i = cands.size();
+      }
+    }
+    cands.push_back(c);
+  }
+  require(best.has_value(), "projection: no candidate schedule can run this layout");
+  Projection p = std::move(*best);
+  const ScheduleCandidate& w = cands[best_i];
+  int fitting = 0, ran = 0;
+  for (const ScheduleCandidate& c : cands) {
+    ran += c.ran;
+    fitting += c.ran && c.fits;
+  }
+  if (spec.layout.pp <= 1)
+    p.choice = "pp 1: no pipeline, every schedule runs the same step";
+  else if (!w.fits)
+    p.choice = detail::concat("no candidate fits ", spec.device_memory_bytes / kGiB,
+                              " GiB per rank; the fastest is shown");
+  else
+    p.choice = detail::concat("the fastest simulated step of the ", fitting, " of ", ran,
+                              " candidates that fit",
+                              spec.device_memory_bytes > 0 ? " in memory" : " (memory unchecked)");
+  p.candidates = std::move(cands);
+  p.spec.pick_schedule = true;
   return p;
 }
 

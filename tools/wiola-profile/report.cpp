@@ -39,8 +39,31 @@ void add_field(std::string& out, double v, bool present = true) {
 
 std::string percent(double f) { return fmt("%.1f%%", 100 * f); }
 
+// The closed form pipeline::theoretical_bubble uses for the schedule.
+const char* bubble_formula(pipeline::ScheduleKind k) {
+  switch (k) {
+    case pipeline::ScheduleKind::Interleaved: return "(P-1)/(vm+P-1)";
+    case pipeline::ScheduleKind::ZbH1:
+    case pipeline::ScheduleKind::ZbH2: return "(P-1)/(3m+P-1)";
+    default: return "(P-1)/(m+P-1)";
+  }
+}
+
 std::string stage_label(const StageSpec& sp, int stage) {
   return fmt("stage %d [%d,%d)", stage, sp.first_layer, sp.end_layer);
+}
+
+// A stage (rank) with all its chunks' layers: "stage 0 [0,2)+[4,6)".
+std::string rank_label(const RunLayout& l, int stage) {
+  if (l.virtual_stages <= 1) return stage_label(l.stages.at(std::size_t(stage)), stage);
+  return fmt("stage %d %s", stage, l.rank_layers(stage).c_str());
+}
+
+// One virtual stage of the projection's cost table ("stage 1.2 [..)": stage 1, chunk 2).
+std::string virtual_label(const RunLayout& l, int k) {
+  if (l.virtual_stages <= 1) return stage_label(l.stages.at(std::size_t(k)), k);
+  const StageSpec& sp = l.stages.at(std::size_t(k));
+  return fmt("stage %d.%d [%d,%d)", k % l.pp, k / l.pp, sp.first_layer, sp.end_layer);
 }
 
 // Milliseconds, with rounding noise around zero shown as 0.
@@ -103,6 +126,7 @@ Json layout_json(const RunLayout& l) {
           {"dp", l.dp},
           {"world", l.world()},
           {"schedule", pipeline::schedule_kind_name(l.schedule)},
+          {"virtual_stages", l.virtual_stages},
           {"zero", l.zero},
           {"micro_batch", l.micro_batch},
           {"microbatches", l.microbatches},
@@ -123,7 +147,8 @@ Json stages_json(const RunLayout& l, const Metrics& m) {
     j["first_layer"] = s.spec.first_layer;
     j["end_layer"] = s.spec.end_layer;
     j["replicas"] = s.replicas;
-    j["params"] = l.stage_params(s.stage);
+    if (l.virtual_stages > 1) j["layers"] = l.rank_layers(s.stage);
+    j["params"] = l.rank_params(s.stage);
     j["train_flops_per_token"] = s.train_flops_per_token;
     j["tokens_per_s"] = s.tokens_per_s;
     j["flops_per_s"] = s.flops_per_s;
@@ -133,6 +158,7 @@ Json stages_json(const RunLayout& l, const Metrics& m) {
     j["peak_rss_bytes"] = s.peak_rss_bytes;
     j["forward_s"] = s.forward_s;
     j["backward_s"] = s.backward_s;
+    if (s.weight_s > 0) j["weight_s"] = s.weight_s;
     j["outside_actions_s"] = s.outside_s;
     j["message_bytes"] = s.message_bytes;
     out.push_back(std::move(j));
@@ -186,7 +212,7 @@ std::string format_split_table(const RunLayout& layout, const Metrics& m, bool w
   std::string out = table_header(with_memory);
   const double theory = m.overall.bubble_theory;
   for (const StageMetrics& s : m.stages)
-    out += split_row(stage_label(s.spec, s.stage), s.replicas, s.t, theory, s.tokens_per_s,
+    out += split_row(rank_label(layout, s.stage), s.replicas, s.t, theory, s.tokens_per_s,
                      s.flops_per_s, s.mfu, s.compute_mfu, s.peak_rss_bytes, with_memory);
   const OverallMetrics& o = m.overall;
   out += split_row("all (rank mean)", layout.world(), o.t, theory, o.tokens_per_s, o.flops_per_s,
@@ -221,10 +247,10 @@ std::string format_profile(const ProfileResult& r, double budget_tokens,
   out += format_split_table(l, m, true);
   out += "\n";
   out += fmt("  throughput %.0f tokens/s, %.3f GFLOP/s, MFU %s; bubble %s measured vs %s theory "
-             "((P-1)/(m+P-1), %s)\n",
+             "(%s, %s)\n",
              m.overall.tokens_per_s, m.overall.flops_per_s / 1e9, percent(m.overall.mfu).c_str(),
              percent(m.overall.bubble).c_str(), percent(m.overall.bubble_theory).c_str(),
-             std::string(pipeline::schedule_kind_name(l.schedule)).c_str());
+             bubble_formula(l.schedule), std::string(pipeline::schedule_kind_name(l.schedule)).c_str());
   out += "  bubble = (wait + drain) / step; MFU = model FLOP/s / peak; cMFU = the same FLOPs over "
          "compute time only\n";
   out += "  RSS MiB = peak resident set size per rank during the run (getrusage ru_maxrss";
@@ -403,14 +429,40 @@ std::string format_projection(const Projection& p) {
   out += "\n";
   out += fmt("  %-20s %12s %12s %12s %12s %13s %13s\n", "per stage", "fwd ms/mb", "bwd ms/mb",
              "message", "params", "optimizer ms", "grad reduce");
-  for (int st = 0; st < l.pp; ++st) {
+  for (int st = 0; st < int(p.input.stages.size()); ++st) {
     const SimStage& c = p.input.stages[std::size_t(st)];
     const double reduce_bytes = c.grad_bytes;
     out += fmt("  %-20s %12.4f %12.4f %12s %12lld %13.4f %13s\n",
-               stage_label(l.stages[std::size_t(st)], st).c_str(), c.forward_s * 1e3,
+               virtual_label(l, st).c_str(), c.forward_s * 1e3,
                c.backward_s * 1e3, human_bytes(c.message_bytes).c_str(),
                static_cast<long long>(l.stage_params(st)),
                c.optimizer_s / (l.zero >= 1 ? l.dp : 1) * 1e3, human_bytes(reduce_bytes).c_str());
+  }
+  if (!p.candidates.empty()) {
+    out += "\n  schedules simulated (run.schedule = best):\n";
+    out += fmt("  %-16s %12s %9s %12s %10s %12s\n", "schedule", "step ms", "bubble", "tokens/s",
+               "in flight", "memory GiB");
+    for (const ScheduleCandidate& c : p.candidates) {
+      std::string name(pipeline::schedule_kind_name(c.schedule));
+      if (c.chunks > 1) name += fmt(" v=%d", c.chunks);
+      if (!c.ran) {
+        out += fmt("  %-16s not run: %s\n", name.c_str(), c.note.c_str());
+        continue;
+      }
+      const bool chosen = c.schedule == l.schedule && c.chunks == l.virtual_stages;
+      out += fmt("  %-16s %12.4g %9s %12.0f %10d %12.2f%s%s\n", name.c_str(), c.step_s * 1e3,
+                 percent(c.bubble).c_str(), c.tokens_per_s, c.peak_in_flight,
+                 c.memory_bytes / (1024.0 * 1024 * 1024), c.fits ? "" : "  does not fit",
+                 chosen ? "  <- chosen" : "");
+    }
+    out += "  chosen: ";
+    out += pipeline::schedule_kind_name(l.schedule);
+    if (l.virtual_stages > 1) out += fmt(" (%d chunks per stage)", l.virtual_stages);
+    out += ", " + p.choice + "\n";
+    if (s.device_memory_bytes > 0)
+      out += fmt("  memory: estimate of the largest rank (train/memory_plan.hpp per chunk, the "
+                 "schedule's peak in-flight micro-batches x chunks) against 95%% of %.1f GiB\n",
+                 s.device_memory_bytes / (1024.0 * 1024 * 1024));
   }
   out += "\n  predicted step:\n";
   out += format_split_table(l, p.metrics, false);
@@ -447,6 +499,7 @@ Json projection_json(const Projection& p) {
   for (const SimStage& c : p.input.stages)
     costs.push_back({{"forward_s", c.forward_s},
                      {"backward_s", c.backward_s},
+                     {"weight_s", weight_seconds(c)},
                      {"message_bytes", c.message_bytes},
                      {"grad_bytes", c.grad_bytes},
                      {"param_bytes", c.param_bytes},
@@ -473,6 +526,26 @@ Json projection_json(const Projection& p) {
     doc["measured"] = {{"step_s", s.measured->step_s},
                        {"bubble", s.measured->bubble},
                        {"tokens_per_s", s.measured->tokens_per_s}};
+  if (!p.candidates.empty()) {
+    Json cands = Json::array();
+    for (const ScheduleCandidate& c : p.candidates) {
+      Json j = {{"schedule", pipeline::schedule_kind_name(c.schedule)},
+                {"virtual_stages", c.chunks},
+                {"ran", c.ran}};
+      if (c.ran) {
+        j["step_s"] = c.step_s;
+        j["bubble"] = c.bubble;
+        j["tokens_per_s"] = c.tokens_per_s;
+        j["peak_in_flight"] = c.peak_in_flight;
+        j["memory_bytes"] = c.memory_bytes;
+        j["fits"] = c.fits;
+      } else {
+        j["why_not"] = c.note;
+      }
+      cands.push_back(std::move(j));
+    }
+    doc["schedules"] = {{"candidates", std::move(cands)}, {"choice", p.choice}};
+  }
   if (p.budget_tokens > 0)
     doc["budget"] = {{"tokens", p.budget_tokens},
                      {"what", s.train_tokens},

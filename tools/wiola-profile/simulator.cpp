@@ -21,21 +21,32 @@ struct Message {
   double send_post = kUnknown, recv_post = kUnknown, arrival = kUnknown;
 };
 
-// One direction of one pipeline boundary of one data-parallel replica: the
-// messages in send order (= micro-batch order in every schedule here).
+// One kind of message (activation or gradient) from one rank to the next
+// (previous) one in the pipeline: the messages in the sender's send order,
+// which the receiver's receives follow (the executor's FIFO per peer and
+// direction). With one chunk per rank that is one virtual boundary in
+// micro-batch order; with several, the chunks' boundaries between the two
+// ranks share it.
 struct Channel {
   std::vector<Message> msgs;
+  std::vector<double> bytes;                 // per message
+  std::map<std::pair<int, int>, std::size_t> index;  // (micro-batch, sender chunk) -> message
   std::size_t next = 0;  // first message whose arrival is not computed yet
   double free_at = 0;    // the link is busy with earlier messages until then
   Link link;
-  double bytes = 0;
+  Message& at(int microbatch, int chunk) {
+    const auto it = index.find({microbatch, chunk});
+    require(it != index.end(), "simulator: no message for micro-batch ", microbatch, " chunk ",
+            chunk, " on this channel");
+    return msgs[it->second];
+  }
   // Computes arrivals in order while both ends have posted.
   void resolve() {
     while (next < msgs.size() && !std::isnan(msgs[next].send_post) &&
            !std::isnan(msgs[next].recv_post)) {
       Message& m = msgs[next];
       const double start = std::max({m.send_post, m.recv_post, free_at});
-      m.arrival = start + link.time(bytes);
+      m.arrival = start + link.time(bytes[next]);
       free_at = m.arrival;
       ++next;
     }
@@ -55,25 +66,61 @@ struct RankState {
 
 }  // namespace
 
+double weight_seconds(const SimStage& s) {
+  if (s.weight_s < 0) return kDefaultWeightShare * s.backward_s;
+  return std::clamp(s.weight_s, 0.0, s.backward_s);
+}
+
 SimResult simulate(const SimInput& in) {
-  const int P = in.pp, D = in.dp, m = in.microbatches;
-  require(P >= 1 && D >= 1 && m >= 1, "simulator: pp, dp and micro-batches must be positive");
-  require(int(in.stages.size()) == P, "simulator: ", in.stages.size(), " stage costs for pp ", P);
+  const int P = in.pp, D = in.dp, m = in.microbatches, V = in.chunks;
+  require(P >= 1 && D >= 1 && m >= 1 && V >= 1,
+          "simulator: pp, dp, micro-batches and chunks must be positive");
+  require(int(in.stages.size()) == P * V, "simulator: ", in.stages.size(),
+          " stage costs for pp ", P, " x ", V, " chunk(s)");
   require(in.cluster.ranks_per_node >= 1, "simulator: ranks per node must be positive");
   const int W = P * D;
-  const auto schedules = pipeline::make_schedules(in.schedule, P, m);
+  const auto schedules = pipeline::make_schedules(in.schedule, P, m, V);
+  auto cost_of = [&](int stage, int chunk) -> const SimStage& {
+    return in.stages.at(std::size_t(chunk * P + stage));
+  };
 
-  // channels[(direction, boundary, dp index)]: direction 0 = activation b -> b+1, 1 = gradient b+1 -> b.
+  // channels[(direction, sending stage, dp index)]: direction 0 = activations
+  // to stage s + 1 (the wrap: P - 1 -> 0), 1 = gradients to stage s - 1
+  // (0 -> P - 1). Messages in the sender's order.
   std::map<std::tuple<int, int, int>, Channel> channels;
-  for (int b = 0; b + 1 < P; ++b)
-    for (int i = 0; i < D; ++i)
-      for (int dir = 0; dir < 2; ++dir) {
-        Channel& c = channels[{dir, b, i}];
-        c.msgs.resize(std::size_t(m));
-        c.link = in.cluster.between(b * D + i, (b + 1) * D + i);
-        c.bytes = in.stages[std::size_t(b)].message_bytes;
+  for (int s = 0; s < P; ++s)
+    for (const Action& a : schedules[std::size_t(s)]) {
+      if (a.kind != ActionKind::SendActivation && a.kind != ActionKind::SendGrad) continue;
+      const bool act = a.kind == ActionKind::SendActivation;
+      const int to = act ? (s + 1) % P : (s + P - 1) % P;
+      // The boundary's lower virtual stage gives the size: the sender's for an
+      // activation, the receiver's for the gradient coming back.
+      const int lower = act ? a.chunk * P + s : a.chunk * P + s - 1;
+      for (int i = 0; i < D; ++i) {
+        Channel& c = channels[{act ? 0 : 1, s, i}];
+        c.link = in.cluster.between(s * D + i, to * D + i);
+        c.index[{a.microbatch, a.chunk}] = c.msgs.size();
+        c.msgs.emplace_back();
+        c.bytes.push_back(in.stages.at(std::size_t(lower)).message_bytes);
       }
-  auto channel = [&](int dir, int b, int i) -> Channel& { return channels.at({dir, b, i}); };
+    }
+  auto channel = [&](int dir, int sender, int i) -> Channel& {
+    return channels.at({dir, sender, i});
+  };
+  // The rank-level costs of stage s: its chunks' sums.
+  std::vector<SimStage> rank_cost(static_cast<std::size_t>(P));
+  for (int s = 0; s < P; ++s) {
+    SimStage& rc = rank_cost[std::size_t(s)];
+    rc = cost_of(s, 0);
+    for (int c = 1; c < V; ++c) {
+      const SimStage& x = cost_of(s, c);
+      rc.optimizer_s += x.optimizer_s;
+      rc.other_s += x.other_s;
+      rc.grad_bytes += x.grad_bytes;
+      rc.param_bytes += x.param_bytes;
+      rc.buckets += x.buckets;
+    }
+  }
 
   std::vector<RankState> ranks(static_cast<std::size_t>(W));
   for (int r = 0; r < W; ++r) {
@@ -81,7 +128,7 @@ SimResult simulate(const SimInput& in) {
     st.stage = r / D;
     st.dp_index = r % D;
     st.actions = schedules[std::size_t(st.stage)];
-    st.clock = in.stages[std::size_t(st.stage)].other_s;
+    st.clock = rank_cost[std::size_t(st.stage)].other_s;
     st.rec.rank = r;
     st.rec.stage = st.stage;
     st.rec.dp_index = st.dp_index;
@@ -114,7 +161,6 @@ SimResult simulate(const SimInput& in) {
   for (bool progress = true; progress;) {
     progress = false;
     for (RankState& st : ranks) {
-      const SimStage& cost = in.stages[std::size_t(st.stage)];
       const int s = st.stage, i = st.dp_index;
       while (!st.at_reduce) {
         if (st.pc == st.actions.size()) {
@@ -123,44 +169,53 @@ SimResult simulate(const SimInput& in) {
         }
         const Action& a = st.actions[st.pc];
         const double t = st.clock;
+        // The virtual stage of the action and its neighbours' (stage, chunk).
+        const int k = a.chunk * P + s;
+        const int prev_stage = (s + P - 1) % P, prev_chunk = s == 0 ? a.chunk - 1 : a.chunk;
+        const int next_stage = (s + 1) % P, next_chunk = s == P - 1 ? a.chunk + 1 : a.chunk;
         bool done = true;
         switch (a.kind) {
           case ActionKind::RecvActivation:
-            channel(0, s - 1, i).msgs.at(std::size_t(a.microbatch)).recv_post = t;
+            channel(0, prev_stage, i).at(a.microbatch, prev_chunk).recv_post = t;
             record_action(st, a, t, t, 0);
             break;
           case ActionKind::RecvGrad:
-            channel(1, s, i).msgs.at(std::size_t(a.microbatch)).recv_post = t;
+            channel(1, next_stage, i).at(a.microbatch, next_chunk).recv_post = t;
             record_action(st, a, t, t, 0);
             break;
           case ActionKind::SendActivation:
           case ActionKind::SendGrad: {
-            Channel& c = a.kind == ActionKind::SendActivation ? channel(0, s, i)
-                                                              : channel(1, s - 1, i);
-            c.msgs.at(std::size_t(a.microbatch)).send_post = t;
+            Channel& c = channel(a.kind == ActionKind::SendActivation ? 0 : 1, s, i);
+            c.at(a.microbatch, a.chunk).send_post = t;
             if (std::find(st.sent.begin(), st.sent.end(), &c) == st.sent.end())
               st.sent.push_back(&c);
             record_action(st, a, t, t, 0);
             break;
           }
-          case ActionKind::BackwardInput:
-          case ActionKind::BackwardWeight:
-            fail("simulator: the split backward of zero-bubble schedules is not modelled");
           case ActionKind::Forward:
-          case ActionKind::Backward: {
+          case ActionKind::Backward:
+          case ActionKind::BackwardInput:
+          case ActionKind::BackwardWeight: {
             const bool fwd = a.kind == ActionKind::Forward;
+            const bool needs_input = fwd ? k > 0
+                                         : pipeline::takes_output_grad(a.kind) && k < P * V - 1;
             double ready = t;
-            if ((fwd && s > 0) || (!fwd && s < P - 1)) {
-              Channel& c = fwd ? channel(0, s - 1, i) : channel(1, s, i);
+            if (needs_input) {
+              Channel& c = fwd ? channel(0, prev_stage, i) : channel(1, next_stage, i);
               c.resolve();
-              const double arrival = c.msgs.at(std::size_t(a.microbatch)).arrival;
+              const double arrival =
+                  c.at(a.microbatch, fwd ? prev_chunk : next_chunk).arrival;
               if (std::isnan(arrival)) {
                 done = false;
                 break;
               }
               ready = std::max(t, arrival);
             }
-            const double dur = fwd ? cost.forward_s : cost.backward_s;
+            const SimStage& cost = cost_of(s, a.chunk);
+            double dur = cost.forward_s;
+            if (a.kind == ActionKind::Backward) dur = cost.backward_s;
+            if (a.kind == ActionKind::BackwardInput) dur = cost.backward_s - weight_seconds(cost);
+            if (a.kind == ActionKind::BackwardWeight) dur = weight_seconds(cost);
             st.rec.times.wait += ready - t;
             st.rec.times.compute += dur;
             st.clock = ready + dur;
@@ -185,7 +240,7 @@ SimResult simulate(const SimInput& in) {
     for (int i = 0; i < D; ++i) {
       const int a = i, b = (P - 1) * D + i;
       const double done = std::max(t[std::size_t(a)], t[std::size_t(b)]) +
-                          ring_allreduce_s(in.stages.front().embed_bytes, 2,
+                          ring_allreduce_s(cost_of(0, 0).embed_bytes, 2,
                                            in.cluster.between(a, b));
       t[std::size_t(a)] = t[std::size_t(b)] = done;
     }
@@ -194,7 +249,8 @@ SimResult simulate(const SimInput& in) {
     for (int i = 0; i < D; ++i) g.push_back(s * D + i);
     return g;
   };
-  // Compute intervals of a rank's first Forward and last Backward (after their waits).
+  // Compute intervals of a rank's first Forward and last backward (Backward
+  // or W: the one that completes weight gradients; after their waits).
   auto first_forward_end = [&](int r) {
     for (const TimedAction& a : ranks[std::size_t(r)].rec.actions)
       if (a.kind == EventKind::Forward) return a.end;
@@ -203,7 +259,8 @@ SimResult simulate(const SimInput& in) {
   auto last_backward_begin = [&](int r) {
     double b = 0;
     for (const TimedAction& a : ranks[std::size_t(r)].rec.actions)
-      if (a.kind == EventKind::Backward) b = a.begin + a.waited;
+      if (a.kind == EventKind::Backward || a.kind == EventKind::BackwardWeight)
+        b = a.begin + a.waited;
     return b;
   };
   for (int s = 0; s < P && D > 1; ++s) {
@@ -214,7 +271,7 @@ SimResult simulate(const SimInput& in) {
       bwd_begin = std::max(bwd_begin, last_backward_begin(r));
     }
     const Link link = in.cluster.ring_link(g);
-    const SimStage& cost = in.stages[std::size_t(s)];
+    const SimStage& cost = rank_cost[std::size_t(s)];
     const double reduce = in.zero == 0 ? ring_allreduce_s(cost.grad_bytes, D, link)
                                        : ring_reduce_scatter_s(cost.grad_bytes, D, link);
     double done = start + reduce;
@@ -239,7 +296,7 @@ SimResult simulate(const SimInput& in) {
   for (double v : rg_end) sync = std::max(sync, v);
   sync += norm_reduce;
   for (int r = 0; r < W; ++r) {
-    const SimStage& cost = in.stages[std::size_t(ranks[std::size_t(r)].stage)];
+    const SimStage& cost = rank_cost[std::size_t(ranks[std::size_t(r)].stage)];
     t[std::size_t(r)] = sync + cost.optimizer_s / (in.zero >= 1 ? D : 1);
   }
   for (int s = 0; s < P && D > 1 && in.zero >= 1; ++s) {
@@ -250,7 +307,7 @@ SimResult simulate(const SimInput& in) {
       hide = std::min(hide, first_forward_end(r));
     }
     double gather =
-        ring_allgather_s(in.stages[std::size_t(s)].param_bytes, D, in.cluster.ring_link(g));
+        ring_allgather_s(rank_cost[std::size_t(s)].param_bytes, D, in.cluster.ring_link(g));
     // Overlapped, the gather runs into the next step until each layer's first
     // forward needs it: the next step's wait for its input and first forward
     // hide that much of it (one step stands for every step).
@@ -266,7 +323,7 @@ SimResult simulate(const SimInput& in) {
     record(st, EventKind::OptimizerStep, -1, rg_end[std::size_t(r)], t[std::size_t(r)], 0);
     // Everything from the end of the sends to the end of the step is optimizer time.
     st.rec.times.optimizer = t[std::size_t(r)] - st.clock;
-    st.rec.times.total = t[std::size_t(r)] - in.stages[std::size_t(st.stage)].other_s;
+    st.rec.times.total = t[std::size_t(r)] - rank_cost[std::size_t(st.stage)].other_s;
     st.rec.window_s = t[std::size_t(r)];
     st.rec.step_ends = {st.rec.window_s};
     res.step_s = std::max(res.step_s, st.rec.window_s);

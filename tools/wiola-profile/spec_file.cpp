@@ -30,13 +30,16 @@ po::options_description make_spec_keys() {
       ("cluster.peak_tflops", po::value<double>(), "peak per rank")
       ("cluster.compute_efficiency", po::value<double>(), "fraction of the peak the layers reach")
       ("cluster.memory_bandwidth_GBps", po::value<double>(), "prices the optimizer update")
+      ("cluster.device_memory_GiB", po::value<double>(), "memory per rank for the schedule's memory check (default: the device's; 0: unchecked)")
       ("cluster.optimizer_bytes_per_param", po::value<double>(), "bytes the update moves a parameter")
       ("run.pp", po::value<int>(), "pipeline stages")
       ("run.dp", po::value<int>(), "data-parallel replicas")
       ("run.micro_batch", po::value<int>(), "sequences per micro-batch")
       ("run.global_batch", po::value<int>(), "sequences per step")
       ("run.microbatches", po::value<int>(), "micro-batches per replica")
-      ("run.schedule", po::value<std::string>(), "1f1b or gpipe")
+      ("run.schedule", po::value<std::string>(), "best (default: simulate 1f1b, interleaved, zb-h1, zb-h2 and keep the fastest that fits), 1f1b, gpipe, interleaved, zb-h1 or zb-h2")
+      ("run.virtual_stages", po::value<int>(), "model chunks per stage for interleaved (default 2)")
+      ("run.recompute", po::value<int>(), "1: activation recomputation (the memory check)")
       ("run.zero", po::value<int>(), "ZeRO stage")
       ("run.stage_layers", po::value<std::string>(), "layers per stage")
       ("run.activation_bytes", po::value<double>(), "bytes per boundary element")
@@ -58,6 +61,7 @@ po::options_description make_spec_keys() {
       ("times.head_backward", po::value<double>(), "seconds")
       ("times.optimizer_seconds_per_param", po::value<double>(), "seconds per parameter")
       ("times.other_s", po::value<double>(), "per step, outside every action")
+      ("times.weight_share", po::value<double>(), "share of the backward that is weight gradients (zero-bubble W; default 0.5 or the profile's)")
       ("times.message_bytes", po::value<Numbers>(), "per boundary");
   return keys;
 }
@@ -152,6 +156,7 @@ po::variables_map spec_from_profile(const MeasuredProfile& p, const std::string&
   put_spec_default(vm, "run.zero", l.zero);
   put_spec_default(vm, "run.overlap_comm", 0);  // a measured run's transport: MPI, no overlap
   put_spec_default(vm, "run.schedule", std::string(pipeline::schedule_kind_name(l.schedule)));
+  if (l.virtual_stages > 1) put_spec_default(vm, "run.virtual_stages", l.virtual_stages);
   const double element = double(dtype_size(l.dtype));
   put_spec_default(vm, "run.activation_bytes", element);
   put_spec_default(vm, "run.grad_bytes", element);

@@ -20,6 +20,28 @@ std::string SweepPoint::describe() const {
   return s;
 }
 
+std::pair<pipeline::ScheduleKind, int> parse_sweep_schedule(const std::string& item,
+                                                              int fallback) {
+  const std::size_t colon = item.find(':');
+  const pipeline::ScheduleKind kind = pipeline::parse_schedule_kind(item.substr(0, colon));
+  if (kind != pipeline::ScheduleKind::Interleaved) {
+    require(colon == std::string::npos, "--sweep-schedule: '", item,
+            "': only interleaved takes a number of chunks (interleaved:V)");
+    return {kind, 1};
+  }
+  if (colon == std::string::npos) return {kind, std::max(fallback, 2)};
+  int v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stoi(item.substr(colon + 1), &used);
+    if (used != item.size() - colon - 1) v = 0;
+  } catch (const std::exception&) {
+    v = 0;
+  }
+  require(v >= 2, "--sweep-schedule: '", item, "': interleaved:V needs V >= 2 chunks per stage");
+  return {kind, v};
+}
+
 std::vector<SweepPoint> sweep_points(const TrainOptions& base, const SweepSpec& spec, int world,
                                      std::vector<std::string>& skipped) {
   std::vector<int> pps = spec.pp;
@@ -54,7 +76,23 @@ std::vector<SweepPoint> sweep_points(const TrainOptions& base, const SweepSpec& 
         }
         for (int z : zeros)
           for (const std::string& sc : scheds) {
+            const auto [kind, chunks] = parse_sweep_schedule(sc, base.virtual_stages);
+            const int m_count = global / (mb * dp);
+            if (pp * chunks > base.model.L) {
+              skipped.push_back("pp " + std::to_string(pp) + " " + sc + ": " +
+                                std::to_string(pp * chunks) + " virtual stages for " +
+                                std::to_string(base.model.L) + " layers");
+              continue;
+            }
+            try {
+              pipeline::check_schedule_shape(kind, pp, m_count, chunks);
+            } catch (const Error& e) {
+              skipped.push_back("pp " + std::to_string(pp) + " m " + std::to_string(m_count) +
+                                " " + sc + ": " + e.what());
+              continue;
+            }
             SweepPoint p;
+            p.virtual_stages = chunks;
             p.pp = pp;
             p.dp = dp;
             p.micro_batch = mb;
@@ -84,10 +122,12 @@ std::vector<SweepRow> run_sweep(const TrainOptions& base, const std::vector<Swee
     o.micro_batch = p.micro_batch;
     o.global_batch = p.global_batch;
     o.zero = p.zero;
-    o.schedule = pipeline::parse_schedule_kind(p.schedule);
+    o.schedule = parse_sweep_schedule(p.schedule, p.virtual_stages).first;
+    o.virtual_stages = p.virtual_stages;
     // An explicit split only fits the pipeline depth it was written for.
     if (!o.stage_layers.empty() &&
-        std::count(o.stage_layers.begin(), o.stage_layers.end(), ',') + 1 != p.pp)
+        std::count(o.stage_layers.begin(), o.stage_layers.end(), ',') + 1 !=
+            p.pp * p.virtual_stages)
       o.stage_layers.clear();
     SweepRow row;
     row.point = p;

@@ -4,6 +4,7 @@
 // measured steps of train()); PP must divide the world size, DP = world / PP.
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -18,12 +19,15 @@ struct SweepSpec {
   std::vector<int> micro_batch;   // empty: the options' --micro-batch
   std::vector<int> microbatches;  // per replica; empty: keep --global-batch fixed
   std::vector<int> zero;          // empty: the options' --zero
-  std::vector<std::string> schedule;  // empty: the options' --schedule
+  // Schedule names, "interleaved:V" for V chunks per stage ("interleaved":
+  // --virtual-stages, at least 2); empty: the options' --schedule.
+  std::vector<std::string> schedule;
 };
 
 struct SweepPoint {
   int pp = 1, dp = 1, micro_batch = 1, microbatches = 1, global_batch = 1, zero = 0;
-  std::string schedule;
+  std::string schedule;    // as listed ("interleaved:2" with chunks)
+  int virtual_stages = 1;  // chunks per stage (interleaved)
   std::string describe() const;  // "pp 2 dp 1 mb 4 m 4 zero 0 1f1b"
 };
 
@@ -36,6 +40,10 @@ struct SweepRow {
   // The simulator's prediction of this point from its own per-stage times.
   double predicted_step_s = 0, predicted_bubble = 0;
 };
+
+// A --sweep-schedule item: the schedule and its chunks per stage (`fallback`
+// chunks for a bare "interleaved", at least 2). Throws wiola::Error on a bad item.
+std::pair<pipeline::ScheduleKind, int> parse_sweep_schedule(const std::string& item, int fallback);
 
 // The points of the sweep; combinations that cannot exist (PP not dividing
 // the world, a global batch not divisible) are listed in `skipped`.

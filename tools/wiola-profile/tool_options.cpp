@@ -7,6 +7,7 @@
 #include "core/option_help.hpp"
 #include "profile/peak.hpp"
 #include "wiola-profile/comma_list.hpp"
+#include "wiola-profile/sweep.hpp"
 
 namespace po = boost::program_options;
 
@@ -58,7 +59,7 @@ po::options_description tool_flags(ToolOptions& t, Lists& l) {
        "micro-batches per replica (default: keep --global-batch)")
       ("sweep-zero", po::value(&l.zero)->value_name("LIST"), "ZeRO stages (default: --zero)")
       ("sweep-schedule", po::value(&l.schedule)->value_name("LIST"),
-       "1f1b, gpipe (default: --schedule)");
+       "1f1b, gpipe, interleaved[:V], zb-h1, zb-h2 (default: --schedule)");
   po::options_description project("Projection");
   project.add_options()
       ("project", po::value(&t.project)->value_name("FILE"),
@@ -114,8 +115,7 @@ ToolOptions parse_tool_options(int argc, const char* const* argv) {
   for (int p : t.sweep_spec.pp) require(p >= 1, "--sweep-pp: ", p, " is not positive");
   for (int b : t.sweep_spec.micro_batch) require(b >= 1, "--sweep-micro-batch: ", b, " is not positive");
   for (int m : t.sweep_spec.microbatches) require(m >= 1, "--sweep-microbatches: ", m, " is not positive");
-  for (const auto& s : t.sweep_spec.schedule)
-    require(s == "1f1b" || s == "gpipe", "--sweep-schedule: '", s, "' is not 1f1b or gpipe");
+  for (const auto& s : t.sweep_spec.schedule) parse_sweep_schedule(s, 2);  // throws on a bad item
   const bool sweep_lists = !t.sweep_spec.pp.empty() || !t.sweep_spec.micro_batch.empty() ||
                            !t.sweep_spec.microbatches.empty() || !t.sweep_spec.zero.empty() ||
                            !t.sweep_spec.schedule.empty();
