@@ -85,6 +85,50 @@ Action interleaved_action(ActionKind kind, int k, int P, int v) {
   return {kind, group * P + in_group % P, chunk};
 }
 
+// ZB-H2: the order a greedy run of all stages takes with F, B and W of unit
+// cost and free transfers. A free stage runs, in this priority, the next B
+// whose gradient has arrived (the critical path upstream), the next F whose
+// input has arrived while it holds fewer than 2 (P - s) - 1 micro-batches,
+// the oldest pending W; else it waits. The warm-up then fills with forwards
+// and the W's fill what would otherwise be the bubble, at up to 2P - 1
+// micro-batches held (on stage 0). F, B and W each go in micro-batch order.
+std::vector<Action> zb_h2_order(int P, int stage, int m) {
+  struct Stage {
+    int next_f = 0, next_b = 0, next_w = 0;
+    long busy_until = 0;
+    std::vector<Action> order;
+  };
+  std::vector<Stage> st(static_cast<std::size_t>(P));
+  // Tick at which stage s finished F / B of micro-batch mb (-1: not yet).
+  std::vector<long> f_done(std::size_t(P) * m, -1), b_done(std::size_t(P) * m, -1);
+  auto at = [m](std::vector<long>& v, int s, int mb) -> long& { return v[std::size_t(s) * m + mb]; };
+  auto arrived = [](long done, long t) { return done >= 0 && done <= t; };
+  for (long t = 0;; ++t) {
+    bool all_done = true;
+    for (int s = 0; s < P; ++s) {
+      Stage& x = st[std::size_t(s)];
+      if (x.next_w < m) all_done = false;
+      if (x.busy_until > t) continue;
+      const int limit = std::min(2 * P - 1, m);
+      if (x.next_b < x.next_f && (s == P - 1 || arrived(at(b_done, s + 1, x.next_b), t))) {
+        x.order.push_back({ActionKind::BackwardInput, x.next_b, 0});
+        at(b_done, s, x.next_b++) = t + 1;
+      } else if (x.next_f < m && x.next_f - x.next_w < limit &&
+                 (s == 0 || arrived(at(f_done, s - 1, x.next_f), t))) {
+        x.order.push_back({ActionKind::Forward, x.next_f, 0});
+        at(f_done, s, x.next_f++) = t + 1;
+      } else if (x.next_w < x.next_b) {
+        x.order.push_back({ActionKind::BackwardWeight, x.next_w++, 0});
+      } else {
+        continue;
+      }
+      x.busy_until = t + 1;
+    }
+    if (all_done) break;
+  }
+  return std::move(st[std::size_t(stage)].order);
+}
+
 // The order of this stage's compute actions.
 std::vector<Action> compute_order(ScheduleKind kind, int P, int s, int m, int v) {
   std::vector<Action> order;
@@ -101,18 +145,17 @@ std::vector<Action> compute_order(ScheduleKind kind, int P, int s, int m, int v)
     for (int k = total - warm; k < total; ++k) bwd(k);
     return order;
   }
-  if (splits_backward(kind)) {
-    // W is deferred by up to `lag` micro-batches: ZB-H1 lets stage s hold
-    // s more micro-batches than 1F1B does there (P at most, 1F1B's peak on
-    // stage 0) and spends them in its cool-down, where 1F1B idles; ZB-H2
-    // fills the warm-up with forwards instead and runs each W at once.
-    const int lag = kind == ScheduleKind::ZbH1 ? s : 0;
+  if (kind == ScheduleKind::ZbH2) return zb_h2_order(P, s, m);
+  if (kind == ScheduleKind::ZbH1) {
+    // 1F1B's order with each backward split; stage s defers W by s
+    // micro-batches (it then holds P, 1F1B's peak on stage 0) and spends them
+    // in its cool-down, where 1F1B idles.
     std::deque<int> pending_w;
     auto fwd = [&](int mb) { order.push_back({ActionKind::Forward, mb, 0}); };
     auto bwd = [&](int mb) {
       order.push_back({ActionKind::BackwardInput, mb, 0});
       pending_w.push_back(mb);
-      while (static_cast<int>(pending_w.size()) > lag) {
+      while (static_cast<int>(pending_w.size()) > s) {
         order.push_back({ActionKind::BackwardWeight, pending_w.front(), 0});
         pending_w.pop_front();
       }

@@ -55,7 +55,7 @@ enum class ScheduleKind : std::uint8_t {
   OneFOneB,     // PipeDream-flush: warm-up forwards, one-forward-one-backward, cool-down
   Interleaved,  // Megatron-LM's interleaved 1F1B over `chunks` virtual stages per rank
   ZbH1,         // zero bubble H1 (Qi et al. 2024): B/W split, 1F1B's peak memory
-  ZbH2,         // zero bubble H2: B/W split, up to 2P - 1 micro-batches held
+  ZbH2,         // zero bubble H2: B/W split, a greedy order holding up to 2P - 1 micro-batches
 };
 
 struct Action {

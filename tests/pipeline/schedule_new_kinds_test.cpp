@@ -107,6 +107,20 @@ TEST(pipelineScheduleZeroBubble, WeightGradientsFollowTheirInputGradientsInOrder
     }
 }
 
+TEST(pipelineScheduleZeroBubble, H2FillsTheWarmUpWithForwards) {
+  for (int P = 1; P <= 8; ++P)
+    for (int m = 1; m <= 16; ++m)
+      for (int s = 0; s < P; ++s) {
+        int before_first_b = 0;
+        for (const Action& a : make_schedule(ScheduleKind::ZbH2, P, s, m)) {
+          if (a.kind == ActionKind::BackwardInput) break;
+          before_first_b += a.kind == ActionKind::Forward;
+        }
+        const int w = warmup_forwards(ScheduleKind::ZbH2, P, s, m);
+        EXPECT_EQ(before_first_b, std::min(w + 1, m)) << "P=" << P << " m=" << m << " s=" << s;
+      }
+}
+
 TEST(pipelineScheduleZeroBubble, H1DefersStageIndexWeightGradients) {
   // Stage s of ZB-H1 runs its last s W actions after its last B.
   const int P = 4, m = 8;

@@ -413,36 +413,24 @@ MemoryCheck projected_memory(const ProjectionSpec& spec) {
           " schedule does not check out: ", check.message());
   MemoryCheck out;
   for (int s = 0; s < L.pp; ++s) {
-    const int peak = check.peak_in_flight[std::size_t(s)];
-    // estimate_memory per chunk, for ONE micro-batch in flight (the last
-    // stage of a 1F1B pipeline holds one), then scaled by the schedule's
-    // peak: chunks of one rank are about equal, so its peak of (micro-batch,
-    // chunk) pairs holds peak / v of the rank's activations per micro-batch.
+    // The trainer's own estimate (train/memory_plan.hpp): the stage's chunks,
+    // activations for the peak its schedule holds.
     MemoryPlanInput in;
     in.model = L.model;
     in.pp = L.pp;
-    in.stage_index = L.pp - 1;
+    in.stage_index = s;
     in.dp = L.dp;
     in.zero = L.zero;
     in.dtype = spec.activation_bytes <= 2 ? DType::BF16 : DType::F32;
     in.micro_batch = L.micro_batch;
     in.microbatches = L.microbatches;
-    in.schedule = pipeline::ScheduleKind::OneFOneB;
+    in.schedule = L.schedule;
     in.recompute = spec.recompute;
     in.device = true;
-    double fixed = 0, act = 0, head = 0, work = 0;
-    for (int k : L.chunks_of(s)) {
-      in.stage = L.stages[std::size_t(k)];
-      const MemoryEstimate e = estimate_memory(in);
-      fixed += e.weights + e.gradients + e.optimizer;
-      act += e.activations;
-      head += e.head;
-      work = std::max(work, e.workspace);
-    }
-    const double bytes =
-        fixed + act * peak / v + head * std::ceil(double(peak) / v) + work;
-    if (bytes > out.bytes) out.bytes = bytes;
-    out.peak_in_flight = std::max(out.peak_in_flight, peak);
+    for (int k : L.chunks_of(s)) in.chunks.push_back(L.stages[std::size_t(k)]);
+    const MemoryEstimate e = estimate_memory(in);
+    out.bytes = std::max(out.bytes, e.total());
+    out.peak_in_flight = std::max(out.peak_in_flight, check.peak_in_flight[std::size_t(s)]);
   }
   return out;
 }
