@@ -231,7 +231,8 @@ void TrainOptions::validate() const {
   require(dtype != DType::I32, "--dtype must be a floating type");
   require(!train_files.empty(), "--train-data: no training files");
   pipeline::check_schedule_shape(schedule, pp, micro_batches_per_rank(), virtual_stages);
-  require(pp * virtual_stages <= model.L, "--pp ", pp, " × --virtual-stages ", virtual_stages,
+  // (One chunk per stage: the partition says "--pp P is larger than the L layers".)
+  require(virtual_stages == 1 || pp * virtual_stages <= model.L, "--pp ", pp, " × --virtual-stages ", virtual_stages,
           " = ", pp * virtual_stages, " chunks need at least that many layers; the model has ",
           model.L);
   require(val_fraction == 0 || val_files.empty(),
