@@ -10,7 +10,7 @@ namespace wiola::profile {
 namespace {
 
 constexpr int kTagSize = 4091, kTagData = 4092;
-constexpr std::size_t kHeader = 14, kPerAction = 6;
+constexpr std::size_t kHeader = 14, kPerAction = 7;
 
 std::vector<double> serialise(const RankRecord& r) {
   std::vector<double> v{double(r.rank),     double(r.stage),      double(r.dp_index),
@@ -21,7 +21,8 @@ std::vector<double> serialise(const RankRecord& r) {
   v.insert(v.end(), r.step_ends.begin(), r.step_ends.end());
   for (const TimedAction& a : r.actions) {
     const double row[kPerAction] = {double(a.step), double(static_cast<int>(a.kind)),
-                                    double(a.microbatch), a.begin, a.end, a.waited};
+                                    double(a.microbatch), a.begin, a.end, a.waited,
+                                    double(a.chunk)};
     v.insert(v.end(), row, row + kPerAction);
   }
   return v;
@@ -44,7 +45,7 @@ RankRecord deserialise(const std::vector<double>& v) {
   const double* p = v.data() + kHeader + n_steps;
   for (std::size_t i = 0; i < n_actions; ++i, p += kPerAction)
     r.actions.push_back({int(p[0]), static_cast<EventKind>(int(p[1])), int(p[2]), p[3], p[4],
-                         p[5]});
+                         p[5], int(p[6])});
   return r;
 }
 
@@ -90,7 +91,7 @@ void StepRecorder::on_step(const StepRecord& r) {
   rec_.times += StageTimes{t.compute, t.wait, t.comm, t.reduce + t.drain + t.optimizer, t.step};
   for (const auto& e : r.run->events)
     rec_.actions.push_back({measured, event_kind(e.action.kind), e.action.microbatch,
-                            e.begin - t0_, e.end - t0_, e.waited});
+                            e.begin - t0_, e.end - t0_, e.waited, e.action.chunk});
   for (const PhaseEvent& p : {r.reduce, r.optimizer})
     rec_.actions.push_back({measured, event_kind(p.phase), -1, p.begin - t0_, p.end - t0_, 0.0});
   const double now = steady_seconds() - t0_;

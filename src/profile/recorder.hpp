@@ -40,6 +40,7 @@ struct TimedAction {
   int microbatch = -1;  // -1 for the trainer's phases
   double begin = 0, end = 0;  // seconds since the common origin
   double waited = 0;          // of which blocked on a peer (at the start of the action)
+  int chunk = 0;              // the stage's model chunk (interleaved schedules)
 };
 
 struct RankRecord {

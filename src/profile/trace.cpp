@@ -149,8 +149,9 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
     tname += " (dp " + std::to_string(dp_index) + ")";
     track[std::size_t(r)] = trace.add_track(stage, r, pname, tname);
   }
-  // (step, dp index, kind of message, stage that sends, micro-batch) -> (send time)
+  // (step, dp index, kind of message, virtual stage that sends, micro-batch) -> (send time)
   std::map<std::tuple<int, int, int, int, int>, double> sends;
+  const int P = layout.pp, last_virtual = P * std::max(layout.virtual_stages, 1) - 1;
   for (int r = 0; r < layout.world(); ++r) {
     const int tr = track[std::size_t(r)];
     std::map<int, std::pair<double, double>> step_span;
@@ -162,6 +163,7 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
       }
       Json args = {{"step", a.step}};
       if (a.microbatch >= 0) args["microbatch"] = a.microbatch;
+      if (layout.virtual_stages > 1 && a.microbatch >= 0) args["chunk"] = a.chunk;
       double begin = a.begin;
       const bool compute =
           a.kind == Kind::Forward || a.kind == Kind::Backward || a.kind == Kind::BackwardInput;
@@ -175,26 +177,27 @@ Trace build_trace(const RunLayout& layout, const std::vector<std::vector<TimedAc
       }
       trace.add_slice(tr, slice_name(a.kind), category(a.kind), begin, a.end, std::move(args));
       if (a.kind == Kind::SendActivation || a.kind == Kind::SendGrad)
-        sends[{a.step, r % layout.dp, a.kind == Kind::SendGrad, r / layout.dp,
+        sends[{a.step, r % layout.dp, a.kind == Kind::SendGrad, a.chunk * P + r / layout.dp,
                a.microbatch}] = a.begin;
     }
     for (const auto& [step, span] : step_span)
       trace.add_slice(tr, "step " + std::to_string(step), "step", span.first, span.second,
                       {{"step", step}});
   }
-  // Arrows: activation from stage s-1 into Forward on s, gradient from s+1 into Backward (or
-  // B) on s. Not drawn with several chunks per stage: the records do not say which chunk an
-  // action ran, so a micro-batch's messages could not be told apart.
-  for (int r = 0; r < layout.world() && layout.virtual_stages <= 1; ++r) {
+  // Arrows: activation from virtual stage v-1 into Forward on v, gradient from v+1 into
+  // Backward (or B) on v; virtual stage v = chunk * P + stage (the stage itself with one
+  // chunk), so the wrap from the last rank to the first gets its arrows too.
+  for (int r = 0; r < layout.world(); ++r) {
     const int stage = r / layout.dp, dpi = r % layout.dp;
     for (const TimedAction& a : actions[std::size_t(r)]) {
       const bool fwd = a.kind == Kind::Forward;
       const bool bwd = a.kind == Kind::Backward || a.kind == Kind::BackwardInput;
-      if ((!fwd && !bwd) || (fwd && stage == 0) || (bwd && stage == layout.pp - 1)) continue;
-      const int from_stage = fwd ? stage - 1 : stage + 1;
-      const auto it = sends.find({a.step, dpi, bwd ? 1 : 0, from_stage, a.microbatch});
+      const int v = a.chunk * P + stage;
+      if ((!fwd && !bwd) || (fwd && v == 0) || (bwd && v == last_virtual)) continue;
+      const int from_v = fwd ? v - 1 : v + 1;
+      const auto it = sends.find({a.step, dpi, bwd ? 1 : 0, from_v, a.microbatch});
       if (it == sends.end()) continue;
-      const int from_rank = from_stage * layout.dp + dpi;
+      const int from_rank = (from_v % P) * layout.dp + dpi;
       trace.add_flow(fwd ? "activation" : "gradient", track[std::size_t(from_rank)], it->second,
                      track[std::size_t(r)], std::min(a.end, a.begin + a.waited));
     }

@@ -24,7 +24,7 @@ using namespace wiola::profile;
 namespace {
 
 struct Args {
-  int pp = 1, dp = 1, steps = 3, microbatches = 4, micro_batch = 2, zero = 0;
+  int pp = 1, dp = 1, steps = 3, microbatches = 4, micro_batch = 2, zero = 0, chunks = 1;
   std::string schedule = "1f1b", out, check;
 };
 
@@ -39,6 +39,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--micro-batch") a.micro_batch = std::stoi(v);
     else if (k == "--zero") a.zero = std::stoi(v);
     else if (k == "--schedule") a.schedule = v;
+    else if (k == "--virtual-stages") a.chunks = std::stoi(v);
     else if (k == "--out") a.out = v;
     else if (k == "--check") a.check = v;
     else fail("unknown argument ", k);
@@ -53,6 +54,7 @@ int check_dir(const std::string& dir, const Args& a) {
   run.steps = a.steps;
   run.microbatches = a.microbatches;
   run.schedule = pipeline::parse_schedule_kind(a.schedule);
+  run.chunks = a.chunks;
   const auto path = [&](const char* f) { return (std::filesystem::path(dir) / f).string(); };
   std::vector<std::string> problems = testing::check_trace(read_json_file(path("trace.json")), run);
   for (const std::string& p : testing::check_profile_json(read_json_file(path("profile.json")), run))
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
     o.global_batch = a.microbatches * a.micro_batch * a.dp;
     o.zero = a.zero;
     o.schedule = pipeline::parse_schedule_kind(a.schedule);
+    o.virtual_stages = a.chunks;
     o.threads = 1;
     o.comm_timeout = 120;
     world.set_timeout(o.comm_timeout);

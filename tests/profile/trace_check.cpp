@@ -48,9 +48,19 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
   std::map<std::pair<int, int>, double> last_ts;  // (pid, tid) -> last timestamp
   // rank -> step -> compute order as text ("F0 F1 B0 ...")
   std::map<int, std::map<int, std::vector<std::string>>> order;
-  // (rank, name, step, microbatch) -> count
-  std::map<std::tuple<int, std::string, int, int>, int> count;
+  // (rank, name, step, microbatch, chunk) -> count
+  std::map<std::tuple<int, std::string, int, int, int>, int> count;
   std::map<long long, int> flows;  // id -> +1 for 's', -1 for 'f'
+  int expected_flows = 0;
+  // Where each flow starts and ends (rank, ts), and the slices by (rank, ts):
+  // an arrow must leave the send of the micro-batch's message on the
+  // neighbouring virtual stage and end at the compute that waited for it.
+  std::map<long long, std::pair<std::pair<int, double>, std::pair<int, double>>> flow_ends;
+  struct Slice {
+    std::string name;
+    int microbatch, chunk;
+  };
+  std::multimap<std::pair<int, double>, Slice> slices;
 
   for (const Json& e : *events) {
     const Json* ph = member(e, "ph");
@@ -96,6 +106,8 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
         continue;
       }
       flows[id->get<long long>()] += phase == "s" ? 1 : -1;
+      auto& ends = flow_ends[id->get<long long>()];
+      (phase == "s" ? ends.first : ends.second) = {t, now};
       continue;
     }
     if (phase != "X") {
@@ -115,19 +127,32 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
       continue;
     }
     const int s = step->get<int>(), m = mb && mb->is_number() ? mb->get<int>() : -1;
+    const Json* ch = args ? member(*args, "chunk") : nullptr;
+    const int c = ch && ch->is_number() ? ch->get<int>() : 0;
     if (s < 1 || s > run.steps) problem(msg("rank ", t, ": '", n, "' in step ", s));
-    ++count[{t, n, s, m}];
-    if (n == "Forward" || n == "Backward") order[t][s].push_back(msg(n[0], m));
+    ++count[{t, n, s, m, c}];
+    slices.insert({{t, now}, Slice{n, m, c}});
+    if (n == "Forward" || n == "Backward" || n == "BackwardInput" || n == "BackwardWeight")
+      order[t][s].push_back(msg(n, m, "@", c));
   }
 
   for (int r = 0; r < world; ++r) {
     if (!named_tracks.count(r)) problem(msg("rank ", r, " has no named track"));
     const int stage = r / run.dp;
-    const auto list = pipeline::make_schedule(run.schedule, run.pp, stage, run.microbatches);
+    const auto list =
+        pipeline::make_schedule(run.schedule, run.pp, stage, run.microbatches, run.chunks);
     std::vector<std::string> expected_order;
     for (const auto& a : list) {
-      if (a.kind == pipeline::ActionKind::Forward) expected_order.push_back(msg('F', a.microbatch));
-      if (a.kind == pipeline::ActionKind::Backward) expected_order.push_back(msg('B', a.microbatch));
+      const char* n = a.kind == pipeline::ActionKind::Forward          ? "Forward"
+                      : a.kind == pipeline::ActionKind::Backward       ? "Backward"
+                      : a.kind == pipeline::ActionKind::BackwardInput  ? "BackwardInput"
+                      : a.kind == pipeline::ActionKind::BackwardWeight ? "BackwardWeight"
+                                                                        : nullptr;
+      if (n) expected_order.push_back(msg(n, a.microbatch, "@", a.chunk));
+      // One arrow into every compute that waits for a message.
+      if (a.kind == pipeline::ActionKind::RecvActivation ||
+          a.kind == pipeline::ActionKind::RecvGrad)
+        expected_flows += run.steps;
     }
     for (int s = 1; s <= run.steps; ++s) {
       for (const auto& a : list) {
@@ -142,14 +167,14 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
           case pipeline::ActionKind::BackwardInput: n = "BackwardInput"; break;
           case pipeline::ActionKind::BackwardWeight: n = "BackwardWeight"; break;
         }
-        const int got = count[{r, n, s, a.microbatch}];
+        const int got = count[{r, n, s, a.microbatch, a.chunk}];
         if (got != 1)
           problem(msg("rank ", r, " step ", s, ": ", got, " '", n, "' events for micro-batch ",
-                      a.microbatch, " (expected 1)"));
+                      a.microbatch, " chunk ", a.chunk, " (expected 1)"));
       }
       // The trainer's two phases after the list, once per step.
       for (const char* n : {"ReduceGrads", "OptimizerStep"}) {
-        const int got = count[{r, n, s, -1}];
+        const int got = count[{r, n, s, -1, 0}];
         if (got != 1)
           problem(msg("rank ", r, " step ", s, ": ", got, " '", n, "' events (expected 1)"));
       }
@@ -167,6 +192,33 @@ std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run) 
   }
   for (const auto& [id, balance] : flows)
     if (balance != 0) problem(msg("flow ", id, " is not closed"));
+  auto slice_at = [&](std::pair<int, double> at, auto&& wanted) -> const Slice* {
+    const auto [lo, hi] = slices.equal_range(at);
+    for (auto it = lo; it != hi; ++it)
+      if (wanted(it->second.name)) return &it->second;
+    return nullptr;
+  };
+  for (const auto& [id, ends] : flow_ends) {
+    const Slice* send = slice_at(ends.first, [](const std::string& n) { return n.rfind("Send", 0) == 0; });
+    const Slice* into = slice_at(ends.second, [](const std::string& n) {
+      return n == "Forward" || n == "Backward" || n == "BackwardInput";
+    });
+    if (!send || !into) {
+      problem(msg("flow ", id, " does not leave a send or does not end at a compute slice"));
+      continue;
+    }
+    const int from = send->chunk * run.pp + ends.first.first / run.dp;
+    const int to = into->chunk * run.pp + ends.second.first / run.dp;
+    const bool activation = send->name == "SendActivation";
+    if (send->microbatch != into->microbatch || to != from + (activation ? 1 : -1) ||
+        activation != (into->name == "Forward"))
+      problem(msg("flow ", id, ": ", send->name, " of micro-batch ", send->microbatch,
+                  " from virtual stage ", from, " ends at ", into->name, " of micro-batch ",
+                  into->microbatch, " on virtual stage ", to));
+  }
+  if (static_cast<int>(flows.size()) != expected_flows)
+    problem(msg(flows.size(), " message arrows, expected ", expected_flows,
+                " (one per received activation or gradient)"));
   return problems;
 }
 

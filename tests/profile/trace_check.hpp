@@ -15,6 +15,7 @@ namespace wiola::profile::testing {
 struct ExpectedRun {
   int pp = 1, dp = 1, steps = 1, microbatches = 1;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
+  int chunks = 1;
 };
 
 std::vector<std::string> check_trace(const Json& trace, const ExpectedRun& run);

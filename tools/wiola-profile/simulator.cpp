@@ -135,10 +135,12 @@ SimResult simulate(const SimInput& in) {
     st.rec.steps = 1;
   }
   auto record = [](RankState& st, EventKind kind, int mb, double begin, double end,
-                   double waited) { st.rec.actions.push_back({1, kind, mb, begin, end, waited}); };
+                   double waited, int chunk = 0) {
+    st.rec.actions.push_back({1, kind, mb, begin, end, waited, chunk});
+  };
   auto record_action = [&](RankState& st, const Action& a, double begin, double end,
                            double waited) {
-    record(st, event_kind(a.kind), a.microbatch, begin, end, waited);
+    record(st, event_kind(a.kind), a.microbatch, begin, end, waited, a.chunk);
   };
   // The end of a rank's list: the executor completes its sends (comm time),
   // then the trainer's reduction starts. False while a send is incomplete.
