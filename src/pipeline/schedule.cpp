@@ -85,6 +85,18 @@ Action interleaved_action(ActionKind kind, int k, int P, int v) {
   return {kind, group * P + in_group % P, chunk};
 }
 
+// The 1F1B shape over `total` forwards: `warm` forwards, then one forward and
+// the oldest backward in turn, then the remaining backwards.
+template <class Fwd, class Bwd>
+void one_forward_one_backward(int warm, int total, Fwd fwd, Bwd bwd) {
+  for (int k = 0; k < warm; ++k) fwd(k);
+  for (int i = 0; i < total - warm; ++i) {
+    fwd(warm + i);
+    bwd(i);
+  }
+  for (int k = total - warm; k < total; ++k) bwd(k);
+}
+
 // ZB-H2: the order a greedy run of all stages takes with F, B and W of unit
 // cost and free transfers. A free stage runs, in this priority, the next B
 // whose gradient has arrived (the critical path upstream), the next F whose
@@ -137,12 +149,7 @@ std::vector<Action> compute_order(ScheduleKind kind, int P, int s, int m, int v)
     const int total = m * v;
     auto fwd = [&](int k) { order.push_back(interleaved_action(ActionKind::Forward, k, P, v)); };
     auto bwd = [&](int k) { order.push_back(interleaved_action(ActionKind::Backward, k, P, v)); };
-    for (int k = 0; k < warm; ++k) fwd(k);
-    for (int i = 0; i < total - warm; ++i) {
-      fwd(warm + i);
-      bwd(i);
-    }
-    for (int k = total - warm; k < total; ++k) bwd(k);
+    one_forward_one_backward(warm, total, fwd, bwd);
     return order;
   }
   if (kind == ScheduleKind::ZbH2) return zb_h2_order(P, s, m);
@@ -160,12 +167,7 @@ std::vector<Action> compute_order(ScheduleKind kind, int P, int s, int m, int v)
         pending_w.pop_front();
       }
     };
-    for (int mb = 0; mb < warm; ++mb) fwd(mb);
-    for (int i = 0; i < m - warm; ++i) {
-      fwd(warm + i);
-      bwd(i);
-    }
-    for (int mb = m - warm; mb < m; ++mb) bwd(mb);
+    one_forward_one_backward(warm, m, fwd, bwd);
     for (int mb : pending_w) order.push_back({ActionKind::BackwardWeight, mb, 0});
     return order;
   }
@@ -173,12 +175,7 @@ std::vector<Action> compute_order(ScheduleKind kind, int P, int s, int m, int v)
   auto bwd = [&](int mb) { order.push_back({ActionKind::Backward, mb, 0}); };
   // Steady state (1F1B): each new forward is followed by the oldest backward,
   // so at most warm + 1 = P - s micro-batches are held. GPipe has none.
-  for (int mb = 0; mb < warm; ++mb) fwd(mb);
-  for (int i = 0; i < m - warm; ++i) {
-    fwd(warm + i);
-    bwd(i);
-  }
-  for (int mb = m - warm; mb < m; ++mb) bwd(mb);
+  one_forward_one_backward(warm, m, fwd, bwd);
   return order;
 }
 
