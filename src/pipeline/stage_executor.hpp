@@ -43,7 +43,8 @@ class StageExecutor {
   struct Hooks {
     // The first and last stage read micro-batch `mb` of the step here.
     std::function<HostBatch(int mb)> batch;
-    // Runs after layer l's gradients are final for the step (the last backward).
+    // Runs after layer l's gradients are final for the step: after the last
+    // Backward, or the last W of a split backward, of the chunk holding l.
     std::function<void(int layer)> final_layer_grads;
     // Runs before layer l's forward (-1: the embedding or head), every micro-batch.
     std::function<void(int layer)> before_layer_forward;
