@@ -142,7 +142,7 @@ RunLayout layout_from_json(const Json& j, const ModelConfig& model) {
     if (!split.empty()) split += ",";
     split += std::to_string(n.get<int>());
   }
-  l.stages = parse_stage_layers(split, model, l.pp * std::max(l.virtual_stages, 1));
+  l.stages = parse_stage_layers(split, model, l.pp, std::max(l.virtual_stages, 1));
   return l;
 }
 

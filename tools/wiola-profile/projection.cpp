@@ -122,7 +122,7 @@ void read_run(const SpecValues& in, const MeasuredProfile* prof, ProjectionSpec&
   // One StageSpec per virtual stage (c * pp + s).
   spec.stages_given = in.has("run.stage_layers");
   if (spec.stages_given)
-    L.stages = parse_stage_layers(in.text("run.stage_layers", ""), c, nv);
+    L.stages = parse_stage_layers(in.text("run.stage_layers", ""), c, L.pp, L.virtual_stages);
   else if (prof && prof->layout.pp == L.pp && prof->layout.virtual_stages == L.virtual_stages &&
            prof->layout.model.L == c.L)
     L.stages = prof->layout.stages;
