@@ -70,6 +70,24 @@ std::vector<StageSpec> partition_layers(const ModelConfig& c, int pp, const Cost
   return out;
 }
 
+std::vector<StageSpec> stage_chunks(const std::vector<StageSpec>& virtual_stages, int pp,
+                                    int stage) {
+  require(pp >= 1 && virtual_stages.size() % std::size_t(pp) == 0 && stage >= 0 && stage < pp,
+          "stage ", stage, " of ", pp, " has no chunks in a partition of ", virtual_stages.size());
+  std::vector<StageSpec> out;
+  for (std::size_t k = std::size_t(stage); k < virtual_stages.size(); k += std::size_t(pp))
+    out.push_back(virtual_stages[k]);
+  return out;
+}
+
+std::string chunk_layers_text(const std::vector<StageSpec>& chunks) {
+  std::string out;
+  for (const StageSpec& k : chunks)
+    out += (out.empty() ? "[" : "+[") + std::to_string(k.first_layer) + "," +
+           std::to_string(k.end_layer) + ")";
+  return out;
+}
+
 std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp,
                                           int virtual_stages) {
   const int pieces = pp * virtual_stages;

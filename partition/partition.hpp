@@ -25,6 +25,14 @@ std::vector<StageSpec> partition_layers(const ModelConfig& c, int pp, const Cost
 std::vector<StageSpec> parse_stage_layers(const std::string& spec, const ModelConfig& c, int pp,
                                           int virtual_stages = 1);
 
+// Stage `stage`'s chunks of a partition into pp × v virtual stages (virtual
+// stage c · pp + s is chunk c of stage s), in model order; the stage itself
+// when the partition has one entry per stage.
+std::vector<StageSpec> stage_chunks(const std::vector<StageSpec>& virtual_stages, int pp,
+                                    int stage);
+// The layers of a stage's chunks: "[0,2)", or "[0,1)+[4,5)" with two chunks.
+std::string chunk_layers_text(const std::vector<StageSpec>& chunks);
+
 // Largest stage compute cost over the mean (1 = perfectly balanced).
 double partition_imbalance(const ModelConfig& c, const std::vector<StageSpec>& stages,
                            const CostModel& m = {});

@@ -1,10 +1,10 @@
 #include "profile/layout.hpp"
 
 #include <algorithm>
-#include <span>
 #include <sstream>
 
 #include "model/flops.hpp"
+#include "partition/partition.hpp"
 #include "pipeline/wire.hpp"
 #include "train/options.hpp"
 
@@ -48,22 +48,14 @@ double RunLayout::rank_message_bytes(int s) const {
   return sum;
 }
 
+std::vector<StageSpec> RunLayout::rank_chunks(int s) const { return stage_chunks(stages, pp, s); }
+
 std::int64_t RunLayout::rank_params(int s) const {
   if (virtual_stages <= 1) return stage_params(s);
-  std::vector<StageSpec> mine;
-  for (int k : chunks_of(s)) mine.push_back(stages.at(std::size_t(k)));
-  return ParamLayout(model, std::span<const StageSpec>(mine)).total();
+  return ParamLayout(model, rank_chunks(s)).total();
 }
 
-std::string RunLayout::rank_layers(int s) const {
-  std::ostringstream os;
-  for (int k : chunks_of(s)) {
-    const StageSpec& sp = stages.at(std::size_t(k));
-    if (k != s) os << '+';
-    os << '[' << sp.first_layer << ',' << sp.end_layer << ')';
-  }
-  return os.str();
-}
+std::string RunLayout::rank_layers(int s) const { return chunk_layers_text(rank_chunks(s)); }
 
 std::string RunLayout::describe() const {
   std::ostringstream os;

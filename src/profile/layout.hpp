@@ -44,6 +44,7 @@ struct RunLayout {
   // Parameters of virtual stage k alone (the tied embedding copy included).
   std::int64_t stage_params(int k) const;
   // Per stage (rank) s, over its chunks (the same as above when v = 1):
+  std::vector<StageSpec> rank_chunks(int s) const;  // partition/partition.hpp stage_chunks
   double rank_flops_per_token(int s) const;
   double rank_message_bytes(int s) const;  // what it sends forward per micro-batch, all chunks
   std::int64_t rank_params(int s) const;   // its flat buffer (ParamLayout over its chunks)

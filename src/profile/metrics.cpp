@@ -160,7 +160,7 @@ Metrics compute_metrics(const RunLayout& layout, const std::vector<RankRecord>& 
     StageMetrics sm;
     sm.stage = s;
     sm.spec = layout.stages.at(std::size_t(s));
-    for (int k : layout.chunks_of(s)) sm.chunks.push_back(layout.stages.at(std::size_t(k)));
+    sm.chunks = layout.rank_chunks(s);
     sm.message_bytes = layout.rank_message_bytes(s);
     sm.train_flops_per_token = layout.rank_flops_per_token(s);
     double compute_flops = 0;

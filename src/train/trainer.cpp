@@ -89,8 +89,7 @@ class Trainer {
   void print_plan() const;
   MemoryPlanInput memory_input(int stage) const;
   // Stage s's chunks: virtual stages s, pp + s, 2 pp + s, ...
-  std::vector<StageSpec> chunks_of(int stage) const;
-  std::string layers_text(int stage) const;  // "[0,2)" or "[0,1)+[4,5)"
+  std::vector<StageSpec> chunks_of(int stage) const { return stage_chunks(specs_, opts_.pp, stage); }
   void report_memory();
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
@@ -244,21 +243,6 @@ void Trainer::check_outputs() {
       say("checkpoints: removed what an interrupted save or prune left in " + opts_.save_dir +
           ": " + join(gone) + "\n");
   }
-}
-
-std::vector<StageSpec> Trainer::chunks_of(int stage) const {
-  std::vector<StageSpec> out;
-  for (int c = 0; c < opts_.virtual_stages; ++c)
-    out.push_back(specs_.at(std::size_t(c * opts_.pp + stage)));
-  return out;
-}
-
-std::string Trainer::layers_text(int stage) const {
-  std::string out;
-  for (const StageSpec& k : chunks_of(stage))
-    out += (out.empty() ? "[" : "+[") + std::to_string(k.first_layer) + "," +
-           std::to_string(k.end_layer) + ")";
-  return out;
 }
 
 MemoryPlanInput Trainer::memory_input(int stage) const {
@@ -775,7 +759,7 @@ void Trainer::report_times() {
     std::snprintf(buf, sizeof buf,
                   "  stage %d layers %s: compute %.2f  wait %.2f  drain %.2f  comm %.2f  "
                   "reduce %.2f  optimizer %.2f  other %.2f  step %.2f  bubble %.1f%%\n",
-                  s, layers_text(s).c_str(), st.compute, st.wait, st.drain,
+                  s, chunk_layers_text(chunks_of(s)).c_str(), st.compute, st.wait, st.drain,
                   st.comm, st.reduce, st.optimizer, st.other, st.step, 100.0 * st.bubble());
     os << buf;
   }

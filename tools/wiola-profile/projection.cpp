@@ -427,7 +427,7 @@ MemoryCheck projected_memory(const ProjectionSpec& spec) {
     in.schedule = L.schedule;
     in.recompute = spec.recompute;
     in.device = true;
-    for (int k : L.chunks_of(s)) in.chunks.push_back(L.stages[std::size_t(k)]);
+    in.chunks = L.rank_chunks(s);
     const MemoryEstimate e = estimate_memory(in);
     out.bytes = std::max(out.bytes, e.total());
     out.peak_in_flight = std::max(out.peak_in_flight, check.peak_in_flight[std::size_t(s)]);
