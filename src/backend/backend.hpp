@@ -74,6 +74,14 @@ class Backend {
   // ---- memory -------------------------------------------------------------
   // Zero-filled, contiguous rows x cols tensor.
   virtual Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) = 0;
+  // The same, its contents unspecified: for an op's output that the op
+  // writes whole (a product with accumulate = false, an elementwise result),
+  // where zero-filling first is wasted memory traffic. A backend may return
+  // zeros; the CPU backend fills it with NaN when WIOLA_POISON_UNINIT=1 (the
+  // test suite sets it), so a reader of an element nobody wrote fails a test.
+  virtual Tensor alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
+    return alloc(dtype, rows, cols);
+  }
   virtual void fill(const Tensor& t, double value) = 0;
   // dst = src (same shape and dtype; either may be strided).
   virtual void copy(const Tensor& src, const Tensor& dst) = 0;

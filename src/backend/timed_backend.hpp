@@ -41,6 +41,9 @@ class TimedBackend final : public Backend {
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override {
     return inner_.alloc(dtype, rows, cols);
   }
+  Tensor alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) override {
+    return inner_.alloc_uninit(dtype, rows, cols);
+  }
   void fill(const Tensor& t, double value) override {
     timed("fill", [&] { inner_.fill(t, value); });
   }

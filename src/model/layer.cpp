@@ -101,6 +101,14 @@ Tensor DecoderLayer::alloc_stats(std::int64_t rows, std::int64_t cols) const {
   return be_.alloc(wide_dtype(sh_.dtype), rows, cols);
 }
 
+Tensor DecoderLayer::output(std::int64_t rows, std::int64_t cols) const {
+  return be_.alloc_uninit(sh_.dtype, rows, cols);
+}
+
+Tensor DecoderLayer::output_stats(std::int64_t rows, std::int64_t cols) const {
+  return be_.alloc_uninit(wide_dtype(sh_.dtype), rows, cols);
+}
+
 TokenPlan DecoderLayer::atm_plan(const Tensor& xn, int batch, int seq) const {
   Tensor rho = alloc_stats(xn.rows(), 1);
   be_.row_cosine_next(xn, batch, seq, rho);
@@ -124,8 +132,8 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
   s.batch = batch;
   s.seq = seq;
   s.x = x;
-  s.xn = alloc(N, d);
-  s.rstd1 = alloc_stats(N, 1);
+  s.xn = output(N, d);
+  s.rstd1 = output_stats(N, 1);
   be_.wrmsnorm_fwd(x, w_.attn_gamma, w_.attn_delta, c_.eps, s.xn, s.rstd1);
 
   // The plan is plain unless the caller handed us nothing: then ATM decides.
@@ -155,13 +163,13 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
 Tensor DecoderLayer::ffn_residual(const Tensor& x, const Tensor& a, LayerSaved& s) const {
   const std::int64_t N = x.rows();
   const int d = c_.d;
-  s.xh = alloc(N, d);
+  s.xh = output(N, d);
   be_.add(x, a, s.xh);
-  s.xn2 = alloc(N, d);
-  s.rstd2 = alloc_stats(N, 1);
+  s.xn2 = output(N, d);
+  s.rstd2 = output_stats(N, 1);
   be_.wrmsnorm_fwd(s.xh, w_.ffn_gamma, w_.ffn_delta, c_.eps, s.xn2, s.rstd2);
   Tensor f = dsff_forward(s.xn2, s);
-  Tensor out = alloc(N, d);
+  Tensor out = output(N, d);
   be_.add(s.xh, f, out);
   return out;
 }
@@ -228,12 +236,12 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   // matrix every step measured no faster than two products). Every mode
   // runs the same products (query side on xq, key/value side on xkv), so
   // causal ATM with nothing merged stays plain GCLA bit for bit.
-  s.q = alloc(N, hd);
+  s.q = output(N, hd);
   be_.linear_fwd(xq, w_.wq, s.q, false);
-  s.glog = alloc(N, hd);
+  s.glog = output(N, hd);
   be_.linear_fwd(xq, w_.wgate, s.glog, false);
   be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.q);
-  s.kv = alloc(N, 2 * kvd);
+  s.kv = output(N, 2 * kvd);
   be_.linear_fwd(xkv, w_.wkv, s.kv, false);
   s.k = s.kv.cols_slice(0, kvd);
   s.v = s.kv.cols_slice(kvd, 2 * kvd);
@@ -242,11 +250,12 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   context_kv(ctx, s);
 
   const AttentionDims dims{batch, seq, c_.H, c_.Hkv, dh};
-  s.o = alloc(N, hd);
-  s.o_self = alloc(N, hd);
-  s.o_ctx = alloc(N, hd);
-  s.lse_self = alloc_stats(N, c_.H);
-  s.lse_ctx = alloc_stats(N, c_.H);
+  // The kernel writes every row, padding rows as zeros (ctx is never empty here).
+  s.o = output(N, hd);
+  s.o_self = output(N, hd);
+  s.o_ctx = output(N, hd);
+  s.lse_self = output_stats(N, c_.H);
+  s.lse_ctx = output_stats(N, c_.H);
   be_.attention_fwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o, s.o_self,
                     s.o_ctx, s.lse_self, s.lse_ctx);
 
@@ -259,7 +268,7 @@ void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const 
   s.ctx_k.clear();
   s.ctx_v.clear();
   for (const Tensor& summary : ctx) {  // one product over [wck; wcv] per summary
-    s.ckv.push_back(alloc(summary.rows(), 2 * kvd));
+    s.ckv.push_back(output(summary.rows(), 2 * kvd));
     be_.linear_fwd(summary, w_.wckv, s.ckv.back(), false);
     s.ctx_k.push_back(s.ckv.back().cols_slice(0, kvd));
     s.ctx_v.push_back(s.ckv.back().cols_slice(kvd, 2 * kvd));
@@ -267,9 +276,9 @@ void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const 
 }
 
 Tensor DecoderLayer::gated_output(const Tensor& glog, const Tensor& o, LayerSaved& s) const {
-  s.y = alloc(o.rows(), o.cols());
+  s.y = output(o.rows(), o.cols());
   be_.sigmoid_mul_fwd(glog, o, s.y);
-  Tensor a = alloc(o.rows(), c_.d);
+  Tensor a = output(o.rows(), c_.d);
   be_.linear_fwd(s.y, w_.wo, a, false);
   return a;
 }
@@ -277,24 +286,24 @@ Tensor DecoderLayer::gated_output(const Tensor& glog, const Tensor& o, LayerSave
 Tensor DecoderLayer::dsff_forward(const Tensor& xn2, LayerSaved& s) const {
   const std::int64_t N = xn2.rows();
   const int d = c_.d;
-  s.gu = alloc(N, 2 * c_.dA);  // G_A x and U_A x: one product over [a_gate; a_up]
+  s.gu = output(N, 2 * c_.dA);  // G_A x and U_A x: one product over [a_gate; a_up]
   be_.linear_fwd(xn2, w_.a_gate_up, s.gu, false);
   s.ga = s.gu.cols_slice(0, c_.dA);
   s.ua = s.gu.cols_slice(c_.dA, 2 * c_.dA);
-  s.ha = alloc(N, c_.dA);
+  s.ha = output(N, c_.dA);
   be_.silu_mul_fwd(s.ga, s.ua, s.ha);
-  s.ub = alloc(N, c_.dB);
+  s.ub = output(N, c_.dB);
   be_.linear_fwd(xn2, w_.b_up, s.ub, false);
-  s.hb = alloc(N, c_.dB);
+  s.hb = output(N, c_.dB);
   be_.gelu_fwd(s.ub, s.hb);
   // a and b live side by side so the fusion gate is one GEMM over [a; b].
-  s.ab = alloc(N, 2 * d);
+  s.ab = output(N, 2 * d);  // both halves written below
   const Tensor a = s.ab.cols_slice(0, d), b = s.ab.cols_slice(d, 2 * d);
   be_.linear_fwd(s.ha, w_.a_down, a, false);
   be_.linear_fwd(s.hb, w_.b_down, b, false);
-  s.fl = alloc(N, d);
+  s.fl = output(N, d);
   be_.linear_fwd(s.ab, w_.fuse, s.fl, false);
-  Tensor out = alloc(N, d);
+  Tensor out = output(N, d);
   be_.fusion_fwd(s.fl, a, b, out);
   return out;
 }
@@ -310,7 +319,7 @@ Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
   defer_ = defer;
 
   // Residual: dX½ = dX' + WRMSNorm'ᵀ(DSFF'ᵀ dX').
-  Tensor dxh = alloc(N, d);
+  Tensor dxh = output(N, d);
   be_.copy(dy, dxh);
   Tensor dxn2 = dsff_backward(dy, s);
   be_.wrmsnorm_bwd(s.xh, w_.ffn_gamma, w_.ffn_delta, s.rstd2, dxn2, dxh, true, g_.ffn_gamma,
@@ -320,7 +329,7 @@ Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
   Tensor da = dxh;
   if (defer_ && plan.kind != PlanKind::Paper) {
     // The queued dWo reads dA after the last norm below has added into dX½.
-    da = alloc(N, d);
+    da = output(N, d);
     be_.copy(dxh, da);
   }
   if (plan.kind == PlanKind::Paper) {
@@ -365,19 +374,20 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   const Tensor& xq = plan.kind == PlanKind::Paper ? s.xm : s.xn;
   const Tensor& xkv = plan.kind == PlanKind::Plain ? s.xn : s.xm;
 
-  Tensor dyv = alloc(N, hd);
+  Tensor dyv = output(N, hd);
   be_.linear_bwd_data(da, w_.wo, dyv, false);
   linear_weight_grad(be_, defer_, da, s.y, g_.wo);
-  Tensor dglog = alloc(N, hd), d_o = alloc(N, hd);
+  Tensor dglog = output(N, hd), d_o = output(N, hd);
   be_.sigmoid_mul_bwd(s.glog, s.o, dyv, dglog, d_o);
 
   // dK beside dV, each context dK beside its dV: the products of the
   // forward's stacked weights, backwards.
-  Tensor dq = alloc(N, hd), dkv = alloc(N, 2 * kvd);
+  // The kernel writes dq, dk, dv and the context gradients whole.
+  Tensor dq = output(N, hd), dkv = output(N, 2 * kvd);
   const Tensor dk = dkv.cols_slice(0, kvd), dv = dkv.cols_slice(kvd, 2 * kvd);
   std::vector<Tensor> dckv, dck, dcv;
   for (const Tensor& ck : s.ctx_k) {
-    dckv.push_back(alloc(ck.rows(), 2 * kvd));
+    dckv.push_back(output(ck.rows(), 2 * kvd));
     dck.push_back(dckv.back().cols_slice(0, kvd));
     dcv.push_back(dckv.back().cols_slice(kvd, 2 * kvd));
   }
@@ -396,7 +406,7 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
 
   linear_weight_grad(be_, defer_, dq, xq, g_.wq);
   linear_weight_grad(be_, defer_, dglog, xq, g_.wgate);
-  Tensor dxq = alloc(N, c_.d);
+  Tensor dxq = output(N, c_.d);
   be_.linear_bwd_data(dq, w_.wq, dxq, false);
   be_.linear_bwd_data(dglog, w_.wgate, dxq, true);
 
@@ -407,7 +417,7 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   } else {
     // Plain: a separate sum added afterwards, so that causal ATM with nothing
     // merged (which adds dxkv through merge_rows_bwd) matches it bit for bit.
-    dxkv = alloc(N, c_.d);
+    dxkv = output(N, c_.d);
     be_.linear_bwd_data(dkv, w_.wkv, dxkv, false);
     if (plan.kind == PlanKind::Plain) be_.axpy(1.0, dxkv, dxq);
   }
@@ -418,25 +428,25 @@ Tensor DecoderLayer::dsff_backward(const Tensor& dout, LayerSaved& s) {
   const std::int64_t N = dout.rows();
   const int d = c_.d;
   const Tensor a = s.ab.cols_slice(0, d), b = s.ab.cols_slice(d, 2 * d);
-  Tensor dfl = alloc(N, d), dab = alloc(N, 2 * d);
+  Tensor dfl = output(N, d), dab = output(N, 2 * d);
   const Tensor da = dab.cols_slice(0, d), db = dab.cols_slice(d, 2 * d);
   be_.fusion_bwd(s.fl, a, b, dout, dfl, da, db);
   linear_weight_grad(be_, defer_, dfl, s.ab, g_.fuse);
   be_.linear_bwd_data(dfl, w_.fuse, dab, true);
 
-  Tensor dha = alloc(N, c_.dA);
+  Tensor dha = output(N, c_.dA);
   be_.linear_bwd_data(da, w_.a_down, dha, false);
   linear_weight_grad(be_, defer_, da, s.ha, g_.a_down);
-  Tensor dhb = alloc(N, c_.dB);
+  Tensor dhb = output(N, c_.dB);
   be_.linear_bwd_data(db, w_.b_down, dhb, false);
   linear_weight_grad(be_, defer_, db, s.hb, g_.b_down);
 
-  Tensor dub = alloc(N, c_.dB);
+  Tensor dub = output(N, c_.dB);
   be_.gelu_bwd(s.ub, dhb, dub);
-  Tensor dgu = alloc(N, 2 * c_.dA);  // d(G_A x) beside d(U_A x)
+  Tensor dgu = output(N, 2 * c_.dA);  // d(G_A x) beside d(U_A x)
   be_.silu_mul_bwd(s.ga, s.ua, dha, dgu.cols_slice(0, c_.dA), dgu.cols_slice(c_.dA, 2 * c_.dA));
 
-  Tensor dxn2 = alloc(N, d);
+  Tensor dxn2 = output(N, d);
   be_.linear_bwd_data(dub, w_.b_up, dxn2, false);
   linear_weight_grad(be_, defer_, dub, s.xn2, g_.b_up);
   be_.linear_bwd_data(dgu, w_.a_gate_up, dxn2, true);

@@ -105,8 +105,11 @@ class DecoderLayer {
   TokenPlan atm_plan(const Tensor& xn, int batch, int seq) const;
 
  private:
-  Tensor alloc(std::int64_t rows, std::int64_t cols) const;
+  Tensor alloc(std::int64_t rows, std::int64_t cols) const;        // zero-filled
   Tensor alloc_stats(std::int64_t rows, std::int64_t cols) const;  // fp32 with bf16 compute
+  // Not zero-filled: for a tensor the next op writes whole (Backend::alloc_uninit).
+  Tensor output(std::int64_t rows, std::int64_t cols) const;
+  Tensor output_stats(std::int64_t rows, std::int64_t cols) const;
   Tensor attention_forward(const Tensor& xq, const Tensor& xkv, std::span<const Tensor> ctx,
                            const DevicePlan& plan, int batch, int seq, LayerSaved& s);
   Tensor attention_backward(const Tensor& da, std::span<const Tensor> ctx,

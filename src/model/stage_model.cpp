@@ -158,17 +158,18 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   StageOutput out;
   if (spec.head) {
     saved.x_last = x;
-    saved.xf = alloc(N, d);
-    saved.rstd_f = backend_.alloc(wide_dtype(dtype_), N, 1);
+    // Outputs the next op writes whole: not zero-filled.
+    saved.xf = backend_.alloc_uninit(dtype_, N, d);
+    saved.rstd_f = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
     backend_.wrmsnorm_fwd(x, params_.param(param_names::kFinalNormGamma), final_delta(false),
                           config_.eps, saved.xf, saved.rstd_f);
-    saved.logits = alloc(N, config_.V);
+    saved.logits = backend_.alloc_uninit(dtype_, N, config_.V);
     backend_.linear_fwd(saved.xf, params_.param(param_names::kEmbed), saved.logits, false);
     require(in.targets.defined() && in.targets.rows() == N, "forward: last stage needs ", N,
             " targets");
     saved.targets = in.targets;
-    Tensor loss = backend_.alloc(wide_dtype(dtype_), N, 1);
-    saved.lse = backend_.alloc(wide_dtype(dtype_), N, 1);
+    Tensor loss = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
+    saved.lse = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
     backend_.cross_entropy_fwd(saved.logits, in.targets, loss, saved.lse);
     out.loss_sum = in.loss_sum.defined() ? in.loss_sum : backend_.alloc(DType::F64, 1, 1);
     backend_.sum(loss, out.loss_sum);
@@ -204,9 +205,9 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
     backend_.cross_entropy_bwd(saved.logits, saved.targets, saved.lse, loss_scale, saved.logits);
     const Tensor embed = params_.param(param_names::kEmbed);
     linear_weight_grad(backend_, defer, saved.logits, saved.xf, params_.grad(param_names::kEmbed));
-    Tensor dxf = alloc(N, d);
+    Tensor dxf = backend_.alloc_uninit(dtype_, N, d);
     backend_.linear_bwd_data(saved.logits, embed, dxf, false);
-    dx = alloc(N, d);
+    dx = backend_.alloc_uninit(dtype_, N, d);  // written whole (accumulate = false)
     backend_.wrmsnorm_bwd(saved.x_last, params_.param(param_names::kFinalNormGamma),
                           final_delta(false), saved.rstd_f, dxf, dx, false,
                           params_.grad(param_names::kFinalNormGamma), final_delta(true));

@@ -1,7 +1,10 @@
 // Memory and elementwise ops of the CPU backend: alloc, fill, copy, convert,
 // host transfers, add, axpy, scale, sum_squares.
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "op_test_util.hpp"
 
@@ -23,6 +26,25 @@ TEST(CpuMemory, AllocIsZeroedAlignedAndShaped) {
   Tensor empty = be->alloc(DType::F32, 0, 3);
   EXPECT_TRUE(empty.defined());
   EXPECT_EQ(empty.numel(), 0);
+}
+
+// The suite runs with WIOLA_POISON_UNINIT=1 (tests/CMakeLists.txt), so the
+// model's not-zero-filled outputs start as NaN in every test: an op that
+// leaves part of one unwritten shows up as NaN instead of passing by luck.
+TEST(CpuMemory, AllocUninitIsPoisonedUnderTheSuite) {
+  auto be = make_cpu_backend();
+  const char* poison = std::getenv("WIOLA_POISON_UNINIT");
+  ASSERT_TRUE(poison != nullptr && std::string(poison) == "1")
+      << "the test environment lost WIOLA_POISON_UNINIT=1";
+  for (DType dt : {DType::F32, DType::F64}) {
+    Tensor t = be->alloc_uninit(dt, 3, 5);
+    EXPECT_EQ(t.rows(), 3);
+    EXPECT_EQ(t.cols(), 5);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data()) % 64, 0u);
+    for (double v : read(*be, t)) EXPECT_TRUE(std::isnan(v)) << v;
+  }
+  for (double v : read(*be, be->alloc_uninit(DType::I32, 2, 2))) EXPECT_EQ(v, -1.0);
+  EXPECT_THROW(be->alloc_uninit(DType::F32, -1, 2), Error);
 }
 
 TEST(CpuMemory, RejectsBf16AndBadShapes) {

@@ -2,6 +2,7 @@
 #include "backend/cpu/cpu_backend.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -30,6 +31,15 @@ void check_same(std::string_view op, const Tensor& src, const Tensor& dst) {
   check_shape(op, "dst", dst, src.rows(), src.cols());
 }
 
+// WIOLA_POISON_UNINIT=1: alloc_uninit fills with NaN (read once).
+bool poison_uninit() {
+  static const bool on = [] {
+    const char* v = std::getenv("WIOLA_POISON_UNINIT");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return on;
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
@@ -44,14 +54,14 @@ Backend::MemoryStats CpuBackend::memory() const {
   return {counters_->in_use.load(), counters_->peak.load()};
 }
 
-Tensor CpuBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
-  require(dtype != DType::BF16,
-          "alloc: bf16 is not supported by the CPU backend (use fp32 or fp64)");
-  require(rows >= 0 && cols >= 0, "alloc: negative shape ", rows, "x", cols);
+Tensor CpuBackend::allocate(DType dtype, std::int64_t rows, std::int64_t cols, const char* op) {
+  require(dtype != DType::BF16, op,
+          ": bf16 is not supported by the CPU backend (use fp32 or fp64)");
+  require(rows >= 0 && cols >= 0, op, ": negative shape ", rows, "x", cols);
   const std::size_t es = dtype_size(dtype);
   require(cols == 0 || static_cast<std::uint64_t>(rows) <=
                            std::numeric_limits<std::size_t>::max() / 2 / es / static_cast<std::uint64_t>(cols),
-          "alloc: ", rows, "x", cols, " ", dtype_name(dtype), " is too large");
+          op, ": ", rows, "x", cols, " ", dtype_name(dtype), " is too large");
   // At least one aligned block, so an empty tensor still owns storage.
   std::size_t bytes = static_cast<std::size_t>(rows * cols) * es;
   bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -60,10 +70,9 @@ Tensor CpuBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
   try {
     p = static_cast<std::byte*>(::operator new(bytes, std::align_val_t{kAlignment}));
   } catch (const std::bad_alloc&) {
-    fail("alloc: out of memory allocating ", bytes, " bytes for a ", rows, "x", cols, " ",
+    fail(op, ": out of memory allocating ", bytes, " bytes for a ", rows, "x", cols, " ",
          dtype_name(dtype), " tensor");
   }
-  std::memset(p, 0, bytes);
   const std::size_t now = counters_->in_use += bytes;
   std::size_t peak = counters_->peak.load();
   while (now > peak && !counters_->peak.compare_exchange_weak(peak, now)) {
@@ -73,6 +82,19 @@ Tensor CpuBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
     counters->in_use -= bytes;
   });
   return Tensor(std::move(storage), p, dtype, Device::CPU, rows, cols, cols);
+}
+
+Tensor CpuBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
+  Tensor t = allocate(dtype, rows, cols, "alloc");
+  std::memset(t.data(), 0, t.bytes());
+  return t;
+}
+
+Tensor CpuBackend::alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
+  Tensor t = allocate(dtype, rows, cols, "alloc_uninit");
+  // All bits set: NaN in fp32 and fp64, -1 in i32.
+  if (poison_uninit()) std::memset(t.data(), 0xFF, t.bytes());
+  return t;
 }
 
 void CpuBackend::fill(const Tensor& t, double value) {

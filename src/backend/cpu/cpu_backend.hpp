@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
   std::size_t memory_capacity() const override;
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
+  Tensor alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) override;
   void fill(const Tensor& t, double value) override;
   void copy(const Tensor& src, const Tensor& dst) override;
   void convert(const Tensor& src, const Tensor& dst) override;
@@ -113,6 +114,8 @@ class CpuBackend final : public Backend {
                   const Tensor& v) override;
 
  private:
+  // Aligned storage for a rows x cols tensor, its bytes as they come.
+  Tensor allocate(DType dtype, std::int64_t rows, std::int64_t cols, const char* op);
   // Bytes held by tensors; shared with their deleters, which may outlive the backend.
   struct Counters {
     std::atomic<std::size_t> in_use{0}, peak{0};
