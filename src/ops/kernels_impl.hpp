@@ -571,12 +571,18 @@ template <class T>
 void pack_keys(const T* base, std::int64_t ld, std::int64_t k0, std::int64_t k_end,
                std::int64_t dh, int dhp, T* BT, T* R) {
   for (int j = 0; j < kBK<T>; ++j) {
-    const bool live = k0 + j < k_end;
-    const T* row = base + (k0 + j) * ld;
-    for (std::int64_t d = 0; d < dhp; ++d) {
-      const T v = live && d < dh ? row[d] : T(0);
-      BT[d * kBK<T> + j] = v;
-      if (R) R[j * dhp + d] = v;
+    if (k0 + j < k_end) {
+      const T* row = base + (k0 + j) * ld;
+      for (std::int64_t d = 0; d < dh; ++d) BT[d * kBK<T> + j] = row[d];
+      for (std::int64_t d = dh; d < dhp; ++d) BT[d * kBK<T> + j] = T(0);
+      if (R) {
+        for (std::int64_t d = 0; d < dh; ++d) R[j * dhp + d] = row[d];
+        for (std::int64_t d = dh; d < dhp; ++d) R[j * dhp + d] = T(0);
+      }
+    } else {
+      for (std::int64_t d = 0; d < dhp; ++d) BT[d * kBK<T> + j] = T(0);
+      if (R)
+        for (std::int64_t d = 0; d < dhp; ++d) R[j * dhp + d] = T(0);
     }
   }
 }
@@ -617,20 +623,50 @@ void attention_fwd(const AttentionArgs<T>& a, const AttentionOutputs<T>& out) {
   const int nv = head_vectors<T>(dh), dhp = nv * kLanes<T>;
   const std::int64_t nqb = (S + kBQ - 1) / kBQ;
   const std::int64_t units = a.batch * H * nqb;
+  const std::int64_t nkb = (S + kBK<T> - 1) / kBK<T>, spad = nkb * kBK<T>;
   const T ninf = -std::numeric_limits<T>::infinity();
   const T beta = a.beta;
+  // Every (sequence, group)'s keys, packed once for all its heads and query
+  // blocks: Kᵀ blocks [nkb][dhp][kBK] and V rows [spad][dhp]. Key rows no valid
+  // query of the sequence sees are zeros (a query's own later keys are masked:
+  // their P is exactly 0, so the packing changes no sum).
+  const std::size_t group_elems = std::size_t(spad) * dhp;
+  ScratchBuffer packed(static_cast<std::size_t>(a.batch * G) * group_elems * 2 * sizeof(T));
 #pragma omp parallel
   {
-    // Q [kBQ][dhp], O [kBQ][dhp], S [kBQ][kBK], Kᵀ [dhp][kBK], V [kBK][dhp], m, l [kBQ]
-    const std::size_t elems = std::size_t(kBQ) * dhp * 2 + std::size_t(kBQ) * kBK<T> +
-                              std::size_t(dhp) * kBK<T> * 2 + 2 * kBQ;
+#pragma omp for collapse(2) schedule(static)
+    for (std::int64_t b = 0; b < a.batch; ++b) {
+      for (std::int64_t g = 0; g < G; ++g) {
+        const std::int64_t nq = a.n_queries[b * a.ld_nq];
+        std::int64_t kend = 0;
+        for (std::int64_t t = 0; t < nq; ++t) kend = max64(kend, row_keys(a, b * S + t).prefix);
+        T* KTg = packed.as<T>() + std::size_t(b * G + g) * group_elems * 2;
+        T* Vg = KTg + group_elems;
+        const T* kbase = a.k + b * S * a.ldk + g * dh;
+        const T* vbase = a.v + b * S * a.ldv + g * dh;
+        for (std::int64_t j = 0; j < spad; ++j) {
+          T* vr = Vg + j * dhp;
+          if (j < kend) {
+            const T* src = vbase + j * a.ldv;
+            for (std::int64_t d = 0; d < dh; ++d) vr[d] = src[d];
+            for (std::int64_t d = dh; d < dhp; ++d) vr[d] = T(0);
+          } else {
+            for (std::int64_t d = 0; d < dhp; ++d) vr[d] = T(0);
+          }
+        }
+        for (std::int64_t kb = 0; kb < nkb; ++kb)
+          pack_keys(kbase, a.ldk, kb * kBK<T>, kend, dh, dhp, KTg + kb * kBK<T> * dhp,
+                    static_cast<T*>(nullptr));
+      }
+    }
+
+    // Q [kBQ][dhp], O [kBQ][dhp], S [kBQ][kBK], m, l [kBQ]
+    const std::size_t elems = std::size_t(kBQ) * dhp * 2 + std::size_t(kBQ) * kBK<T> + 2 * kBQ;
     ScratchBuffer buf(elems * sizeof(T));
     T* Qp = buf.as<T>();
     T* Op = Qp + kBQ * dhp;
     T* Sp = Op + kBQ * dhp;
-    T* KT = Sp + kBQ * kBK<T>;
-    T* Vp = KT + dhp * kBK<T>;
-    T* mrow = Vp + dhp * kBK<T>;
+    T* mrow = Sp + kBQ * kBK<T>;
     T* lrow = mrow + kBQ;
     RowKeys keys[kBQ];
 #pragma omp for schedule(dynamic, 1)
@@ -666,12 +702,11 @@ void attention_fwd(const AttentionArgs<T>& a, const AttentionOutputs<T>& out) {
       }
       const T* kbase = a.k + b * S * a.ldk + g * dh;
       const T* vbase = a.v + b * S * a.ldv + g * dh;
+      const T* KTg = packed.as<T>() + std::size_t(b * G + g) * group_elems * 2;
+      const T* Vg = KTg + group_elems;
       for (std::int64_t k0 = 0; k0 < kmax; k0 += kBK<T>) {
-        pack_keys(kbase, a.ldk, k0, kmax, dh, dhp, KT, static_cast<T*>(nullptr));
-        for (int j = 0; j < kBK<T>; ++j)
-          for (int d = 0; d < dhp; ++d)
-            Vp[j * dhp + d] = k0 + j < kmax && d < dh ? vbase[(k0 + j) * a.ldv + d] : T(0);
-        scores(static_cast<int>(live), dhp, Qp, dhp, KT, Sp);
+        const T* Vp = Vg + k0 * dhp;
+        scores(static_cast<int>(live), dhp, Qp, dhp, KTg + k0 * dhp, Sp);
         for (std::int64_t r = 0; r < live; ++r) {
           T* s = Sp + r * kBK<T>;
           mask_row(s, k0, keys[r].prefix);
