@@ -148,7 +148,7 @@ WIOLA_INLINE vec<float> exp(vec<float> x) {
 }
 
 WIOLA_INLINE vec<double> exp(vec<double> x) {
-  vec<double> y;
+  vec<double> y = {};
   for (int i = 0; i < kLanes<double>; ++i) y[i] = std::exp(x[i]);
   return y;
 }
