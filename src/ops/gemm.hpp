@@ -2,10 +2,11 @@
 // Matrix products through OpenBLAS (row-major cblas), and the three products
 // of a linear layer y = x·Wᵀ. Only gemm.cpp sees <cblas.h>.
 //
-// Threads: a product larger than 64³ multiply-adds is cut into about eight
-// pieces of C along its longer side, each one single-threaded BLAS call over
-// the whole of K, run by the OpenMP threads (gemm.cpp). The pieces depend on
-// the shape alone, so results are the same bits for any thread count.
+// Threads: a product larger than 64³ multiply-adds is cut into one piece of C
+// per OpenMP thread along its longer side, each one single-threaded BLAS call
+// over the whole of K (gemm.cpp). Every piece stays above OpenBLAS's
+// small-matrix bound, where a piece's elements get the bits the whole product
+// in one call gives them; so results are the same bits for any thread count.
 #include <cstdint>
 
 namespace wiola::ops {

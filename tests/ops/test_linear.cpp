@@ -150,7 +150,11 @@ TEST(Linear, BitIdenticalAcrossThreadCounts) {
   struct Shape {
     std::int64_t n, in, out;
   };
-  for (const Shape s : {Shape{20, 16, 12}, Shape{300, 80, 72}, Shape{40, 96, 700}}) {
+  // Small products stay one call; the larger ones are cut into one piece per
+  // thread with remainders that are not multiples of 16 (1030 rows over 3 or
+  // 4 threads, the weight gradient 120 x 130 over K = 1000).
+  for (const Shape s : {Shape{20, 16, 12}, Shape{300, 80, 72}, Shape{40, 96, 700},
+                        Shape{1030, 136, 200}, Shape{1000, 130, 120}}) {
     const auto x = random_vector(s.n * s.in, 15), w = random_vector(s.out * s.in, 16);
     const auto dy = random_vector(s.n * s.out, 17);
     for (DType dt : {DType::F64, DType::F32}) {
@@ -174,6 +178,7 @@ TEST(Linear, BitIdenticalAcrossThreadCounts) {
       const auto one = run(1);
       EXPECT_TRUE(bit_identical(one, run(2))) << s.n << "x" << s.in << "x" << s.out;
       EXPECT_TRUE(bit_identical(one, run(3))) << s.n << "x" << s.in << "x" << s.out;
+      EXPECT_TRUE(bit_identical(one, run(4))) << s.n << "x" << s.in << "x" << s.out;
     }
   }
 }
