@@ -565,22 +565,26 @@ void pack_row(const T* src, std::int64_t dh, int dhp, T scale, T* dst) {
   for (std::int64_t d = dh; d < dhp; ++d) dst[d] = T(0);
 }
 
-// Keys [k0, k0 + kBK) of one sequence and group: transposed into BT [dhp][kBK]
-// and (when R is set) row-major into R [kBK][dhp]; rows >= k_end are zero.
+// Keys [k0, k0 + kBK) of one sequence and group: (when BT is set) transposed
+// into BT [dhp][kBK] and (when R is set) row-major into R [kBK][dhp]; rows >=
+// k_end are zero.
 template <class T>
 void pack_keys(const T* base, std::int64_t ld, std::int64_t k0, std::int64_t k_end,
                std::int64_t dh, int dhp, T* BT, T* R) {
   for (int j = 0; j < kBK<T>; ++j) {
     if (k0 + j < k_end) {
       const T* row = base + (k0 + j) * ld;
-      for (std::int64_t d = 0; d < dh; ++d) BT[d * kBK<T> + j] = row[d];
-      for (std::int64_t d = dh; d < dhp; ++d) BT[d * kBK<T> + j] = T(0);
+      if (BT) {
+        for (std::int64_t d = 0; d < dh; ++d) BT[d * kBK<T> + j] = row[d];
+        for (std::int64_t d = dh; d < dhp; ++d) BT[d * kBK<T> + j] = T(0);
+      }
       if (R) {
         for (std::int64_t d = 0; d < dh; ++d) R[j * dhp + d] = row[d];
         for (std::int64_t d = dh; d < dhp; ++d) R[j * dhp + d] = T(0);
       }
     } else {
-      for (std::int64_t d = 0; d < dhp; ++d) BT[d * kBK<T> + j] = T(0);
+      if (BT)
+        for (std::int64_t d = 0; d < dhp; ++d) BT[d * kBK<T> + j] = T(0);
       if (R)
         for (std::int64_t d = 0; d < dhp; ++d) R[j * dhp + d] = T(0);
     }
@@ -644,19 +648,12 @@ void attention_fwd(const AttentionArgs<T>& a, const AttentionOutputs<T>& out) {
         T* Vg = KTg + group_elems;
         const T* kbase = a.k + b * S * a.ldk + g * dh;
         const T* vbase = a.v + b * S * a.ldv + g * dh;
-        for (std::int64_t j = 0; j < spad; ++j) {
-          T* vr = Vg + j * dhp;
-          if (j < kend) {
-            const T* src = vbase + j * a.ldv;
-            for (std::int64_t d = 0; d < dh; ++d) vr[d] = src[d];
-            for (std::int64_t d = dh; d < dhp; ++d) vr[d] = T(0);
-          } else {
-            for (std::int64_t d = 0; d < dhp; ++d) vr[d] = T(0);
-          }
-        }
-        for (std::int64_t kb = 0; kb < nkb; ++kb)
+        for (std::int64_t kb = 0; kb < nkb; ++kb) {
           pack_keys(kbase, a.ldk, kb * kBK<T>, kend, dh, dhp, KTg + kb * kBK<T> * dhp,
                     static_cast<T*>(nullptr));
+          pack_keys(vbase, a.ldv, kb * kBK<T>, kend, dh, dhp, static_cast<T*>(nullptr),
+                    Vg + kb * kBK<T> * dhp);
+        }
       }
     }
 
