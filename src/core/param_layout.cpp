@@ -1,5 +1,6 @@
 #include "core/param_layout.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -8,7 +9,10 @@
 namespace wiola {
 
 void ParamLayout::add(std::string name, int layer, std::int64_t rows, std::int64_t cols,
-                      bool decay, InitKind init, double value) {
+                      bool decay, InitKind init, double value, bool stacked) {
+  // A stacked entry continues its predecessor's matrix; every other one starts
+  // on the next aligned element (the constructor pads the end of the buffer too).
+  if (!stacked) total_ = align_up(total_, kAlignElements);
   ParamSpec p;
   p.name = std::move(name);
   p.layer = layer;
@@ -18,7 +22,9 @@ void ParamLayout::add(std::string name, int layer, std::int64_t rows, std::int64
   p.decay = decay;
   p.init = init;
   p.init_value = value;
+  p.stacked = stacked;
   total_ += rows * cols;
+  parameters_ += rows * cols;
   entries_.push_back(std::move(p));
 }
 
@@ -70,25 +76,28 @@ ParamLayout::ParamLayout(const ModelConfig& c, std::span<const StageSpec> chunks
       n(role::kDown, d, dff, true, normal, std_out);
     }
     if (s.head) add(names::kFinalNormGamma, -1, 1, d, false, constant, 1.0);
+    total_ = align_up(total_, kAlignElements);
     return;
   }
   for (int l : layers) {
     auto n = [&](const char* r, std::int64_t rows, std::int64_t cols, bool decay, InitKind init,
-                 double value) { add(names::layer_param(l, r), l, rows, cols, decay, init, value); };
+                 double value, bool stacked = false) {
+      add(names::layer_param(l, r), l, rows, cols, decay, init, value, stacked);
+    };
     n(role::kAttnNormGamma, 1, d, false, constant, 1.0);
     n(role::kAttnNormDelta, 1, d, false, constant, 0.0);
     n(role::kQProj, hd, d, true, normal, std_in);
     n(role::kKProj, kvd, d, true, normal, std_in);
-    n(role::kVProj, kvd, d, true, normal, std_in);
+    n(role::kVProj, kvd, d, true, normal, std_in, true);  // [wk; wv] (layer.cpp)
     n(role::kCtxKProj, kvd, d, true, normal, std_in);
-    n(role::kCtxVProj, kvd, d, true, normal, std_in);
+    n(role::kCtxVProj, kvd, d, true, normal, std_in, true);  // [wck; wcv]
     n(role::kGateProj, hd, d, true, normal, std_in);
     n(role::kOProj, d, hd, true, normal, std_out);
     n(role::kCtxLogit, 1, 1, false, constant, -3.0);
     n(role::kFfnNormGamma, 1, d, false, constant, 1.0);
     n(role::kFfnNormDelta, 1, d, false, constant, 0.0);
     n(role::kAGate, c.dA, d, true, normal, std_in);
-    n(role::kAUp, c.dA, d, true, normal, std_in);
+    n(role::kAUp, c.dA, d, true, normal, std_in, true);  // [a_gate; a_up]
     n(role::kADown, d, c.dA, true, normal, std_out);
     n(role::kBUp, c.dB, d, true, normal, std_in);
     n(role::kBDown, d, c.dB, true, normal, std_out);
@@ -98,6 +107,21 @@ ParamLayout::ParamLayout(const ModelConfig& c, std::span<const StageSpec> chunks
     add(names::kFinalNormGamma, -1, 1, d, false, constant, 1.0);
     add(names::kFinalNormDelta, -1, 1, d, false, constant, 0.0);
   }
+  total_ = align_up(total_, kAlignElements);
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> ParamLayout::element_runs(
+    std::int64_t begin, std::int64_t end) const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+  for (const ParamSpec& p : entries_) {
+    const std::int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.numel());
+    if (lo >= hi) continue;
+    if (!runs.empty() && runs.back().second == lo)
+      runs.back().second = hi;
+    else
+      runs.emplace_back(lo, hi);
+  }
+  return runs;
 }
 
 bool ParamLayout::contains(const std::string& name) const {

@@ -22,8 +22,9 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
   shard_begin_ = shard_starts_[dp_rank_];
   shard_end_ = shard_starts_[dp_rank_ + 1];
 
-  // Buckets: one per layer (a layer's parameters are contiguous), and each
-  // contiguous run of the others (embedding, final norm).
+  // Buckets: one per layer (a layer's parameters and the padding between them
+  // are contiguous), and each run of the others (embedding, final norm) with
+  // only padding between them.
   // Indexed by layer over the whole model: a stage's chunks need not be adjacent.
   layer_buckets_.resize(std::size_t(model.config().L));
   for (auto& b : layer_buckets_) b.begin = b.end = -1;
@@ -32,7 +33,8 @@ ZeroOptimizer::ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stag
       Bucket& b = layer_buckets_[std::size_t(p.layer)];
       if (b.begin < 0) b.begin = p.offset;
       b.end = p.offset + p.numel();
-    } else if (!other_buckets_.empty() && other_buckets_.back().end == p.offset) {
+    } else if (!other_buckets_.empty() &&
+               align_up(other_buckets_.back().end, kAlignElements) == p.offset) {
       other_buckets_.back().end = p.offset + p.numel();
     } else {
       other_buckets_.push_back({p.offset, p.offset + p.numel(), nullptr, nullptr});
@@ -133,8 +135,11 @@ void ZeroOptimizer::add_owned_sum_squares(const Tensor& acc) {
                                : model_.params().grads().range(lo, hi - lo),
                    acc);
   };
-  add_range(shard_begin_, std::min(shard_end_, std::max(shard_begin_, skip_begin)));
-  add_range(std::max(shard_begin_, std::min(shard_end_, skip_end)), shard_end_);
+  // Parameter elements only: the layout's padding is no parameter.
+  for (const auto& [lo, hi] : layout.element_runs(shard_begin_, shard_end_)) {
+    add_range(lo, std::min(hi, skip_begin));
+    add_range(std::max(lo, skip_end), hi);
+  }
 }
 
 void ZeroOptimizer::take_master_from_params() {

@@ -12,7 +12,8 @@
 //           rest of the cool-down backward, and the full buffer is released.
 // The tied embedding's two copies (first and last stage) are summed over the
 // embedding group first; the global norm counts them once (the last stage
-// leaves its copy out). Shards may be uneven: any parameter count works.
+// leaves its copy out), and never counts the layout's padding. Shards may be
+// uneven: any parameter count works.
 // Everything works on backend buffers through backend ops and the
 // communicator's tensor forms, so the buffers may live on a device.
 #include <cstdint>
@@ -23,14 +24,9 @@
 #include "comm/communicator.hpp"
 #include "model/stage_model.hpp"
 #include "optim/adamw_optimizer.hpp"
+#include "train/zero_shard.hpp"
 
 namespace wiola {
-
-// Data-parallel rank r's shard [first, second) of a flat buffer of `total`
-// elements split over `dp` ranks (shards differ by at most one element).
-inline std::pair<std::int64_t, std::int64_t> zero_shard(std::int64_t total, int dp, int r) {
-  return {total * r / dp, total * (r + 1) / dp};
-}
 
 struct ZeroGroups {
   comm::Communicator* data = nullptr;       // this stage's data-parallel replicas

@@ -1,9 +1,14 @@
 // The stand-in for cuBLASLt (backend/cuda/blas.hpp) on OpenBLAS: operands
 // as stored (bf16 widened to fp32 exactly), one fp32 sgemm, the result
 // rounded to C's type. cuBLASLt's own summation order differs; the op tests'
-// tolerances allow for that.
+// tolerances allow for that. Algorithms are chosen and cached as the real
+// wrapper does (by gemm_key), and each refuses operands less aligned than it
+// was chosen for (blas_emu.hpp).
+#include "blas_emu.hpp"
+
 #include <cblas.h>
 
+#include <map>
 #include <vector>
 
 #include "backend/cuda/blas.hpp"
@@ -12,7 +17,27 @@
 
 namespace wiola::cuda {
 
-struct Blas::State {};
+struct Blas::State {
+  std::map<GemmKey, EmulatedAlgo> algos;
+};
+
+EmulatedAlgo emulated_heuristic(const GemmKey& key) {
+  return {key.align_a, key.align_b, key.align_c};
+}
+
+void check_operand_alignment(const EmulatedAlgo& algo, const void* a, const void* b,
+                             const void* c) {
+  const struct {
+    const char* name;
+    const void* p;
+    std::int64_t assumed;
+  } operands[] = {{"A", a, algo.align_a}, {"B", b, algo.align_b}, {"C/D", c, algo.align_c}};
+  for (const auto& o : operands)
+    require(address_alignment(o.p) >= o.assumed, "emulated cuBLASLt: operand ", o.name, " at ",
+            o.p, " is ", address_alignment(o.p), "-byte aligned, but the algorithm was chosen "
+            "for ", o.assumed, "-byte aligned operands (an alignment the wrapper did not state, "
+            "or an algorithm reused from another product)");
+}
 
 Blas::Blas(Stream) : state_(std::make_unique<State>()) {}
 Blas::~Blas() = default;
@@ -39,6 +64,10 @@ void Blas::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
   if (m == 0 || n == 0) return;
   require(a.dtype == b.dtype, "emulated BLAS: A is ", dtype_name(a.dtype), " but B is ",
           dtype_name(b.dtype));
+  const GemmKey key = gemm_key(ta, tb, m, n, k, a, b, c, c_dtype, ldc);
+  auto it = state_->algos.find(key);
+  if (it == state_->algos.end()) it = state_->algos.emplace(key, emulated_heuristic(key)).first;
+  check_operand_alignment(it->second, a.data, b.data, c);
   const std::int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
   const std::int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;
   const std::vector<float> af = widen(a.data, a.dtype, a_rows, a_cols, a.ld);

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "backend/cuda/runtime.hpp"
+#include "core/alignment.hpp"
 #include "core/error.hpp"
 
 namespace wiola::cuda {
@@ -39,7 +40,9 @@ void destroy_stream(Stream) {}
 void synchronize(Stream) {}
 
 void* allocate(std::size_t bytes, Stream, const char* what) {
-  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  // As cudaMallocAsync: 256-byte aligned, what cuBLASLt assumes (core/alignment.hpp).
+  const auto step = static_cast<std::size_t>(kOperandAlignBytes);
+  void* p = std::aligned_alloc(step, (bytes + step - 1) / step * step);
   require(p != nullptr, "emulated CUDA: out of memory allocating ", bytes, " bytes for ", what);
   std::memset(p, 0xA5, bytes);  // device memory is not zeroed
   return p;

@@ -36,7 +36,7 @@ TEST(Presets, ExactParameterCounts) {
     const ModelConfig c = preset(name);
     EXPECT_NO_THROW(c.validate()) << name;
     EXPECT_EQ(param_count(c), by_hand(c)) << name;
-    EXPECT_EQ(ParamLayout(c, StageSpec::whole(c)).total(), param_count(c)) << name;
+    EXPECT_EQ(ParamLayout(c, StageSpec::whole(c)).parameters(), param_count(c)) << name;
   }
   // The figures docs/models.md quotes.
   EXPECT_EQ(param_count(preset("wiola-120m")), 147297804);

@@ -54,7 +54,7 @@ TEST(Wiola13mPreset, HasSpecsExactParameterCount) {
   EXPECT_EQ(c.T, 512);
   EXPECT_EQ(param_count(c), 12589888);
   const ParamLayout layout(c, StageSpec::whole(c));
-  EXPECT_EQ(layout.total(), 12589888);
+  EXPECT_EQ(layout.parameters(), 12589888);
   // SPEC's names and shapes, in its order.
   std::vector<std::string> names;
   for (const ParamSpec& p : layout.entries())

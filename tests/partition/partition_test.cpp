@@ -120,10 +120,10 @@ TEST(partitionCost, ParamsMatchTheLayout) {
   const ModelConfig c = preset("wiola-360m");
   for (const StageSpec& s : {StageSpec{0, 5, true, false}, StageSpec{5, 11, false, false},
                              StageSpec{11, 16, false, true}, StageSpec{0, 16, true, true}})
-    EXPECT_EQ(stage_cost(c, s, 0, 1).params, ParamLayout(c, s).total());
+    EXPECT_EQ(stage_cost(c, s, 0, 1).params, ParamLayout(c, s).parameters());
   // The two copies of the tied embedding are both counted.
   std::int64_t sum = 0;
-  for (const auto& s : partition_layers(c, 4)) sum += ParamLayout(c, s).total();
+  for (const auto& s : partition_layers(c, 4)) sum += ParamLayout(c, s).parameters();
   EXPECT_EQ(sum, param_count(c) + std::int64_t(c.V) * c.d);
 }
 

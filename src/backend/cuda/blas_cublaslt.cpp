@@ -2,14 +2,17 @@
 // column-major product of the transposes: C = op(A)·op(B) (row-major) is
 // Cᵀ = op(B)ᵀ·op(A)ᵀ (column-major), so A and B swap places and keep their
 // transpose flags. Algorithms are chosen by cuBLASLt's heuristic once per
-// shape and type and cached.
+// shape, type and operand alignment (gemm_key.hpp) and cached; the preferences
+// state each operand's real alignment, so that an algorithm never assumes more
+// than the pointers it runs on give (cuBLASLt's default assumption is 256 bytes).
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <map>
-#include <tuple>
 
 #include "backend/cuda/blas.hpp"
+#include "backend/cuda/gemm_key.hpp"
 #include "core/error.hpp"
 #include "core/process_identity.hpp"
 
@@ -42,10 +45,7 @@ struct Blas::State {
   cublasLtHandle_t handle = nullptr;
   Stream stream = nullptr;
   void* workspace = nullptr;
-  // (ta, tb, m, n, k, lda, ldb, ldc, type ab, type c) -> algorithm
-  using Key = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, std::int64_t, int, int>;
-  std::map<Key, cublasLtMatmulAlgo_t> algos;
+  std::map<GemmKey, cublasLtMatmulAlgo_t> algos;
 };
 
 Blas::Blas(Stream stream) : state_(std::make_unique<State>()) {
@@ -82,7 +82,7 @@ void Blas::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
   WIOLA_CUBLAS(cublasLtMatrixLayoutCreate(&lb, tab, a_rows, a_cols, a.ld));
   WIOLA_CUBLAS(cublasLtMatrixLayoutCreate(&lc, tc, n, m, ldc));
 
-  const State::Key key{ta, tb, m, n, k, a.ld, b.ld, ldc, int(tab), int(tc)};
+  const GemmKey key = gemm_key(ta, tb, m, n, k, a, b, c, c_dtype, ldc);
   auto it = state_->algos.find(key);
   if (it == state_->algos.end()) {
     cublasLtMatmulPreference_t pref = nullptr;
@@ -90,6 +90,16 @@ void Blas::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
     const std::size_t ws = kWorkspaceBytes;
     WIOLA_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    // cuBLASLt's A is our B's buffer and its B our A's (see the top); C and D
+    // are the one output buffer.
+    const auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attr, std::int64_t bytes) {
+      const std::uint32_t v = static_cast<std::uint32_t>(bytes);
+      WIOLA_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof v));
+    };
+    prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b);
+    prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a);
+    prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c);
+    prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     WIOLA_CUBLAS(cublasLtMatmulAlgoGetHeuristic(state_->handle, desc, la, lb, lc, lc, pref, 1,

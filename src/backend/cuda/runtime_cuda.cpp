@@ -5,6 +5,7 @@
 
 #include "backend/cuda/runtime.hpp"
 #include "core/error.hpp"
+#include "core/alignment.hpp"
 #include "core/process_identity.hpp"
 
 namespace wiola::cuda {
@@ -86,6 +87,10 @@ void* allocate(std::size_t bytes, Stream s, const char* what) {
          process_identity().describe(), " (", free_b, " of ", total_b, " bytes free)");
   }
   if (rc != cudaSuccess) fail_call(rc, "cudaMallocAsync", __FILE__, __LINE__);
+  // Every operand carved from an allocation relies on its start being aligned
+  // as cuBLASLt assumes (core/alignment.hpp); CUDA's allocators give 256 bytes.
+  require(address_alignment(p) == kOperandAlignBytes, "cudaMallocAsync returned ", p, " for ",
+          what, ", not ", kOperandAlignBytes, "-byte aligned");
   return p;
 }
 
