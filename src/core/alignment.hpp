@@ -5,7 +5,7 @@
 // vector kernels read aligned rows fastest, so every buffer wiola carves
 // operands from puts them on 256-byte boundaries: the flat parameter layout
 // pads each parameter's start (param_layout.hpp), ZeRO shards start on such
-// boundaries (train/zero_optimizer.hpp), and the device allocators hand out
+// boundaries (train/zero_shard.hpp), and the device allocators hand out
 // 256-byte aligned memory.
 #include <cstdint>
 

@@ -12,7 +12,7 @@
 // predecessor's for one fused product (v under k, ctx_v under ctx_k, a_up
 // under a_gate: `ParamSpec::stacked`) follows it with no gap, so that the two
 // are one matrix; it is aligned when its predecessor's size is a multiple of
-// kAlignElements, as it is in every preset (tests/core/test_alignment.cpp).
+// kAlignElements, as it is in every preset (tests/model/test_alignment.cpp).
 // Names, files and checkpoints know nothing of offsets, so the padding is
 // invisible outside a running stage.
 #include <cstdint>
