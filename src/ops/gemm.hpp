@@ -2,11 +2,11 @@
 // Matrix products through OpenBLAS (row-major cblas), and the three products
 // of a linear layer y = x·Wᵀ. Only gemm.cpp sees <cblas.h>.
 //
-// Threads: a product larger than 64³ multiply-adds is cut into one piece of C
-// per OpenMP thread along its longer side, each one single-threaded BLAS call
-// over the whole of K (gemm.cpp). Every piece stays above OpenBLAS's
-// small-matrix bound, where a piece's elements get the bits the whole product
-// in one call gives them; so results are the same bits for any thread count.
+// Threads: a product larger than 64³ multiply-adds is cut along the longer
+// side of C into pieces whose sizes follow from its shape alone, each one
+// single-threaded BLAS call over the whole of K; threads take pieces
+// (gemm.cpp). Nothing about the cut depends on the thread count, so results
+// are the same bits for any thread count under any BLAS kernel.
 #include <cstdint>
 
 namespace wiola::ops {

@@ -5,6 +5,7 @@
 // splits that carry the activation alone, and recomputation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -380,6 +381,28 @@ TEST(Wiola13mRecompute, GradientsAreBitIdentical) {
 
 // Paper 002's exactness claim: the cached decoder (keys, values, the running
 // sum of m) gives the full forward's logits at every position.
+//
+// Up to rounding, stated: the decoder's products have one row, the full
+// forward's T rows, and a BLAS kernel may sum a dot product's K terms in
+// another order for another row count (OPENBLAS_CORETYPE=Haswell's does:
+// 1.3e-15 apart in fp64; the detected AVX-512 kernel gives equal bits). An
+// element of a product then moves by at most 2·γ_K·Σ_k|a_k·b_k|, with
+// γ_K = K·u/(1 − K·u) and u the unit roundoff (Higham, Accuracy and Stability
+// of Numerical Algorithms, Thm 3.1). The logits sit behind at most 6 products
+// per layer and the head's; counting each product's move at first order, with
+// Σ|a_k·b_k| taken as at most 4 times the largest logit (the tiny model's
+// activations are of the logits' size), the two differ by at most
+//   (6·L + 1) · 2·γ_K · 4 · max|logit|,   K = max(d, dff, V).
+// That is 8e-13 of the largest logit in fp64 and 4e-4 in fp32 (measured under
+// Haswell's kernels: 6e-16 and 3e-7), far below what a decoder that loses,
+// repeats or misplaces a key gives (1e-2 and up).
+double rounding_allowance(const ModelConfig& c, DType dtype, double largest_logit) {
+  const double u = dtype == DType::F64 ? 0x1p-53 : 0x1p-24;
+  const double K = std::max({c.d, c.dff, c.V});
+  const double gamma = K * u / (1 - K * u);
+  return (6.0 * c.L + 1) * 2 * gamma * 4 * largest_logit;
+}
+
 class Wiola13mCachedDecoder : public ::testing::TestWithParam<std::tuple<DType, GateSource>> {};
 
 TEST_P(Wiola13mCachedDecoder, EqualsTheFullForward) {
@@ -400,17 +423,18 @@ TEST_P(Wiola13mCachedDecoder, EqualsTheFullForward) {
       scale = std::max(scale, std::abs(want));
     }
   }
-  std::printf("[decoder] %s gate=%s: max |cached - full| %.3e (largest logit %.3e)\n",
+  const double allowance = rounding_allowance(c, dtype, scale);
+  std::printf("[decoder] %s gate=%s: max |cached - full| %.3e (largest logit %.3e, allowed %.3e)\n",
               std::string(dtype_name(dtype)).c_str(), std::string(gate_source_name(gate)).c_str(),
-              worst, scale);
-  // Bit for bit: the same ops on one row, the keys in the same order.
-  EXPECT_EQ(worst, 0.0);
+              worst, scale, allowance);
+  EXPECT_LE(worst, allowance);
   EXPECT_EQ(dec.position(), c.T);
   EXPECT_THROW(dec.step(0), Error);  // the context is full
   dec.reset();
   EXPECT_EQ(dec.position(), 0);
   const auto first = dec.step(b.inputs[0]);
-  for (int v = 0; v < c.V; ++v) EXPECT_EQ(first[std::size_t(v)], full[std::size_t(v)]) << v;
+  for (int v = 0; v < c.V; ++v)
+    EXPECT_LE(std::abs(first[std::size_t(v)] - full[std::size_t(v)]), allowance) << v;
 }
 
 INSTANTIATE_TEST_SUITE_P(DtypesAndGates, Wiola13mCachedDecoder,
