@@ -55,7 +55,7 @@
 # every step that ran passed, 1 otherwise, 2 for bad arguments.
 set -uo pipefail
 
-usage() { sed -n '6,7p' "$0" | sed 's/^# //'; }
+usage() { sed -n '7s/^#  */usage: /p' "$0"; }
 die() { echo "gpu-check: $*" >&2; exit 2; }
 
 call="" bundle="" layers=4 micro_batch=4
@@ -146,9 +146,12 @@ helper() {  # NAME PATH-IN-SOURCE-TREE
 
 # The Python that has PyTorch: WIOLA_PYTHON, python3, then Debian's.
 python=""
-for candidate in ${WIOLA_PYTHON:-} python3 /usr/bin/python3; do
-  if "$candidate" -c 'import torch' >/dev/null 2>&1; then python=$candidate; break; fi
-done
+find_python() {
+  local candidate
+  for candidate in ${WIOLA_PYTHON:-} python3 /usr/bin/python3; do
+    if "$candidate" -c 'import torch' >/dev/null 2>&1; then python=$candidate; return; fi
+  done
+}
 
 # The model shapes of the layer benchmark, as wiola-bench and torch_wiola.py
 # options (src/core/model_config.cpp; ATM causal, in layers [L/3, 2L/3)).
@@ -166,21 +169,21 @@ torch_shape+=(--layers "$layers" --seq-len "$seq_len" --micro-batch "$micro_batc
 # ---------------------------------------------------------------------------
 # The steps. Each adds its rows to the table.
 
-gpu_name="" gpu_count=0
+gpu_count=0
 step_gpu() {
   local log=$logs/nvidia-smi.log
   if [ $dry -eq 1 ]; then
     row "GPU" "none: dry run on the CPU ($(nproc) cores), no nvidia-smi; every step runs with --device cpu and tiny shapes"
     return 0
   fi
-  if ! run_step 30 "$log" nvidia-smi; then
-    bad "GPU" "nvidia-smi does not answer: $(why $? "$log")"
+  if ! command -v nvidia-smi >/dev/null; then
+    bad "GPU" "no nvidia-smi on PATH: no NVIDIA driver here (WIOLA_CHECK_DEVICE=cpu is the dry run)"
     return 1
   fi
+  run_step 30 "$log" nvidia-smi || { bad "GPU" "nvidia-smi does not answer: $(why $? "$log")"; return 1; }
   run_step 20 "$logs/gpu.csv" nvidia-smi \
     --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
   gpu_count=$(grep -vc '^+ ' "$logs/gpu.csv")
-  gpu_name=$(grep -v '^+ ' "$logs/gpu.csv" | head -n 1 | cut -d, -f1)
   if [ "$gpu_count" -eq 0 ]; then
     bad "GPU" "nvidia-smi lists no GPU"
     return 1
@@ -201,8 +204,10 @@ step_bundle() {
   local env_note="no env.sh: bin/ put first on PATH"
   if [ -f "$bundle/env.sh" ]; then
     local vars
+    # shellcheck source=/dev/null
     if vars=$( (set +u; . "$bundle/env.sh" >"$logs/env.log" 2>&1 && env -0) | base64 -w0); then
       while IFS= read -r -d '' kv; do
+        # shellcheck disable=SC2163  # kv is NAME=VALUE
         case ${kv%%=*} in _|SHLVL|PWD|OLDPWD) ;; *) [[ ${kv%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && export "$kv" ;; esac
       done < <(base64 -d <<<"$vars")
       env_note="env.sh: $(grep . "$logs/env.log" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
@@ -265,10 +270,7 @@ step_ceilings() {
   script=$(helper torch_wiola.py tools/bench/torch_wiola.py)
   local args=(--device "$device" --ceilings --threads "$threads")
   [ $dry -eq 1 ] && args+=(--gemm-n 512 --copy-mib 64)
-  if ! run_step 90 "$log" "$python" "$script" "${args[@]}"; then
-    bad "$what_gemm" "$(why $? "$log")"
-    return
-  fi
+  run_step 90 "$log" "$python" "$script" "${args[@]}" || { bad "$what_gemm" "$(why $? "$log")"; return; }
   peak_measured=$(awk '/^torch ceiling bf16-matmul/ { print $5 }' "$log")
   copy_measured=$(awk '/^torch ceiling copy/ { print $5 }' "$log")
   row "$what_gemm$(dry_note "CPU")" "$peak_measured TFLOP/s ($(sed -n 's/^torch ceiling bf16-matmul TFLOP\/s [^ ]* (\([^ ]*\).*/\1/p' "$log"))"
@@ -286,10 +288,7 @@ step_wiola_layers() {
   # The CPU computes in fp32, and would measure its own fp32 GEMM for the
   # peak (seconds on 2 cores): the dry run names the datasheet figure instead.
   if [ $dry -eq 1 ]; then args+=(--dtype fp32 --peak-tflops h200); else args+=(--dtype bf16); fi
-  if ! run_step 150 "$log" "$bundle/bin/wiola-bench" "${args[@]}"; then
-    bad "$what" "$(why $? "$log")"
-    return
-  fi
+  run_step 150 "$log" "$bundle/bin/wiola-bench" "${args[@]}" || { bad "$what" "$(why $? "$log")"; return; }
   local tflops
   read -r wiola_step_ms tflops < <(sed -n 's/^  step \([0-9.]*\) ms, [0-9.]* tokens\/s, \([0-9.]*\) TFLOP\/s.*/\1 \2/p' "$log")
   row "$what$(dry_note "fp32 on the CPU")" "ok: $(sed -n 's/^  step //p' "$log")"
@@ -320,10 +319,9 @@ step_torch_layers() {  # MODE: eager | compile
     fi
     args+=(--compile --warmup 3)  # the compilation happens in the warm-up steps
   fi
-  if ! run_step "$([ "$mode" = compile ] && echo 200 || echo 90)" "$log" "$python" "$script" "${args[@]}"; then
-    bad "$what" "$(why $? "$log")"
-    return
-  fi
+  local seconds=90
+  [ "$mode" = compile ] && seconds=200
+  run_step $seconds "$log" "$python" "$script" "${args[@]}" || { bad "$what" "$(why $? "$log")"; return; }
   local ms tokens attention memory
   read -r tokens ms attention memory < <(awk '/^torch tokens\/s/ {
     for (i = 1; i < NF; ++i) v[$i] = $(i + 1); print v["tokens/s"], v["step_ms"], v["attention"], v["peak_mem_gib"] }' "$log")
@@ -343,11 +341,15 @@ step_fallback_build() {
   [ $dry -eq 1 ] && arch=sm_90
   mkdir -p "$work/fallback"
   local log=$logs/fallback-build.log
+  # WIOLA_CHECK_FALLBACK_GLOB: which kernel files (all by default).
   # shellcheck disable=SC2016  # expanded by the inner shell
-  if run_step 240 "$log" bash -c 'ls "$1"/src/backend/cuda/kernels/'"${WIOLA_CHECK_FALLBACK_GLOB:-*}"'.cu |
-      xargs -P "$(nproc)" -I{} nvcc -arch="$2" -std=c++20 -O3 -I"$1"/src -Xptxas -v -c {} \
-        -o "$3"/$(basename {}).o' _ "$root" "$arch" "$work/fallback"; then
-    row "$what$(dry_note "for sm_90, no GPU here")" "ok: $(find "$work/fallback" -name '*.o' | wc -l) files; $(grep -c 'spill stores' "$log") kernel reports, $(grep -Ec '[1-9][0-9]* bytes spill stores' "$log") with spills"
+  if run_step 240 "$log" bash -c 'cd "$1"/src/backend/cuda/kernels && ls $4.cu |
+      xargs -P "$(nproc)" -I{} nvcc -arch="$2" -std=c++20 -O3 -I"$1"/src -Xptxas -v -c {} -o "$3"/{}.o' \
+      _ "$root" "$arch" "$work/fallback" "${WIOLA_CHECK_FALLBACK_GLOB:-*}"; then
+    local objects
+    objects=$(find "$work/fallback" -name '*.o' | wc -l)
+    if [ "$objects" -eq 0 ]; then bad "$what" "no kernel file compiled (fallback-build.log)"; return; fi
+    row "$what$(dry_note "for sm_90, no GPU here")" "ok: $objects files; $(grep -c 'spill stores' "$log") kernels, $(grep -Ec '[1-9][0-9]* bytes spill stores' "$log") of them with spills (registers in fallback-build.log)"
   else
     bad "$what" "$(why $? "$log")"
   fi
@@ -532,6 +534,7 @@ finish() {
 # ---------------------------------------------------------------------------
 
 if ! step_gpu; then finish; fi
+find_python
 step_bundle
 if [ "$call" = 1 ]; then
   step_op_tests

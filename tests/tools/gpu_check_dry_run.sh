@@ -44,7 +44,7 @@ for call in 1 2; do
     fail "call $call: the table is not the last thing printed, or it does not say dry run"
   grep -q '^DRY RUN on the CPU' "$work/call$call.log" || fail "call $call does not say it is a dry run"
   files=$(find "$out" -type f | wc -l)
-  [ "$files" -ge 2 ] && [ "$files" -le 8 ] || fail "call $call left $files files under \$OUT (2 to 8 allowed)"
+  if [ "$files" -lt 2 ] || [ "$files" -gt 8 ]; then fail "call $call left $files files under \$OUT (2 to 8 allowed)"; fi
   [ -z "$(find "$out" -mindepth 3 -type f)" ] || fail "call $call left files more than 2 folders down"
   tar -tzf "$out/logs-call$call.tar.gz" >"$work/call$call.list" || fail "call $call: a broken log archive"
   grep -q "logs-call$call/summary-call$call.txt" "$work/call$call.list" ||
