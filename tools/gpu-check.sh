@@ -103,6 +103,7 @@ failed=0
 row() { rows+=("| $1 | $2 |"); }
 bad() { row "$1" "FAILED: $2"; failed=1; }
 dry_note() { [ $dry -eq 1 ] && echo " (dry run: $1)"; }
+is_number() { [[ ${1:-} =~ ^[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?$ ]]; }
 
 # Seconds a step may run now: its own limit, cut to what the call has left
 # (20 s are kept for packing and the table); 0 when nothing is left.
@@ -273,6 +274,11 @@ step_ceilings() {
   run_step 90 "$log" "$python" "$script" "${args[@]}" || { bad "$what_gemm" "$(why $? "$log")"; return; }
   peak_measured=$(awk '/^torch ceiling bf16-matmul/ { print $5 }' "$log")
   copy_measured=$(awk '/^torch ceiling copy/ { print $5 }' "$log")
+  if ! is_number "$peak_measured" || ! is_number "$copy_measured"; then
+    peak_measured=""
+    bad "$what_gemm" "no rates in its output (torch-ceilings.log)"
+    return
+  fi
   row "$what_gemm$(dry_note "CPU")" "$peak_measured TFLOP/s ($(sed -n 's/^torch ceiling bf16-matmul TFLOP\/s [^ ]* (\([^ ]*\).*/\1/p' "$log"))"
   row "$what_copy$(dry_note "CPU")" "$copy_measured GB/s"
 }
@@ -291,6 +297,11 @@ step_wiola_layers() {
   run_step 150 "$log" "$bundle/bin/wiola-bench" "${args[@]}" || { bad "$what" "$(why $? "$log")"; return; }
   local tflops
   read -r wiola_step_ms tflops < <(sed -n 's/^  step \([0-9.]*\) ms, [0-9.]* tokens\/s, \([0-9.]*\) TFLOP\/s.*/\1 \2/p' "$log")
+  if ! is_number "$wiola_step_ms" || ! is_number "$tflops"; then
+    wiola_step_ms=""
+    bad "$what" "no step time in its output (wiola-layers.log)"
+    return
+  fi
   row "$what$(dry_note "fp32 on the CPU")" "ok: $(sed -n 's/^  step //p' "$log")"
   local mfu_measured="no measured rate"
   [ -n "$peak_measured" ] &&
@@ -325,6 +336,10 @@ step_torch_layers() {  # MODE: eager | compile
   local ms tokens attention memory
   read -r tokens ms attention memory < <(awk '/^torch tokens\/s/ {
     for (i = 1; i < NF; ++i) v[$i] = $(i + 1); print v["tokens/s"], v["step_ms"], v["attention"], v["peak_mem_gib"] }' "$log")
+  if ! is_number "$ms" || ! is_number "$tokens"; then
+    bad "$what" "no step time in its output (torch-$mode.log)"
+    return
+  fi
   local ratio="wiola's step time unknown"
   [ -n "$wiola_step_ms" ] &&
     ratio=$(awk -v w="$wiola_step_ms" -v t="$ms" 'BEGIN { printf "wiola / PyTorch step time %.2f", w / t }')
