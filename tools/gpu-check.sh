@@ -413,8 +413,9 @@ step_hf() {
     model_py=$(helper modeling_wiola.py tools/hf/modeling_wiola.py)
     [ -n "$model_py" ] && export WIOLA_HF_DIR=${model_py%/*}
   fi
+  # fp32 on the device: the checkpoint and W.h5 then hold the same weights.
   run_step 60 "$logs/hf-train.log" "$bin/wiola-train" --preset wiola-tiny --steps 3 --eval-interval 0 \
-      --lr 3e-2 --threads 1 --device "$device" --train-data "$bundle/data/fortunes-train.h5" \
+      --lr 3e-2 --threads 1 --device "$device" --dtype fp32 --train-data "$bundle/data/fortunes-train.h5" \
       --val-data "$bundle/data/fortunes-val.h5" --save "$d/ck" --export-weights "$d/w.h5" ||
     { bad "$what" "training: $(why $? "$logs/hf-train.log")"; return; }
   run_step 30 "$logs/hf-export.log" "$bin/wiola-reshard" export-safetensors "$d/ck/step-00000003" --out "$d/export" ||
@@ -432,7 +433,8 @@ step_hf() {
     { bad "$what" "wiola-dump: $(why $? "$logs/hf-dump.log")"; return; }
   h5_logits "$d/dump.h5" "$d/logits.bin" >>"$logs/hf-tokens.log" 2>&1 ||
     { bad "$what" "reading the logits: $(tail -n 1 "$logs/hf-tokens.log")"; return; }
-  if run_step 90 "$logs/hf-check.log" "$python" "$check" "$d/export" "$d/tokens.txt" "$d/logits.bin" $B "$T" \
+  # The export is a local folder: transformers must not look for the hub.
+  if HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 run_step 90 "$logs/hf-check.log" "$python" "$check" "$d/export" "$d/tokens.txt" "$d/logits.bin" $B "$T" \
        --loader auto --device "$device" --label fp32; then
     row "$what$(dry_note "transformers missing here, so the plain-PyTorch path")" \
         "ok: $(sed -n 's/^fp32: loaded through //p' "$logs/hf-check.log"); $(sed -n 's/^fp32: logits \(.*\) of the export vs wiola-dump: .*relative \(.*\)/\1: relative difference \2/p' "$logs/hf-check.log"); $(sed -n 's/^fp32: argmax/argmax/p' "$logs/hf-check.log")"
