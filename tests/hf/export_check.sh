@@ -48,9 +48,9 @@ h5import tokens.txt -c tokens.cfg -o tokens.h5
 "$dump" --weights w.h5 --tokens tokens.h5 --out dump.h5 > dump.log
 h5dump -d /logits -b LE -o logits.bin dump.h5 > /dev/null
 
-/usr/bin/python3 "$here/check_export.py" hf tokens.txt logits.bin "$B" "$T" --label fp32
+/usr/bin/python3 "$here/../../tools/hf/check_export.py" hf tokens.txt logits.bin "$B" "$T" --label fp32
 # bf16 weights: rounding of every weight to 8 bits of mantissa, so only close.
-/usr/bin/python3 "$here/check_export.py" hf-bf16 tokens.txt logits.bin "$B" "$T" --label bf16 --tolerance 0.05
+/usr/bin/python3 "$here/../../tools/hf/check_export.py" hf-bf16 tokens.txt logits.bin "$B" "$T" --label bf16 --tolerance 0.05
 
 # Back to wiola: the same weights, the same tokenizer.
 "$reshard" import-safetensors hf --out back.h5 > import.log
