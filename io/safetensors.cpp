@@ -1,6 +1,8 @@
 #include "io/safetensors.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -111,6 +113,101 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
   require(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp, " into place");
 }
 
+std::vector<SafeTensorEntry> check_safetensors_header(const std::string& path,
+                                                     std::uint64_t file_size,
+                                                     std::uint64_t header_len,
+                                                     const std::string& header_text) {
+  require(header_len > 0 && header_len <= kSafetensorsMaxHeader, path, ": header length ",
+          header_len, " is outside the format's limit of 1..", kSafetensorsMaxHeader, " bytes");
+  require(file_size >= 8 && header_len <= file_size - 8, path, ": header length ", header_len,
+          " runs past the file of ", file_size, " bytes");
+  require(header_text.size() == header_len, path, ": header is truncated");
+  // nlohmann keeps the last of duplicate keys silently; the parser callback
+  // sees every top-level key, so a duplicate is refused here.
+  std::vector<std::string> keys;
+  std::string dup;
+  json header;
+  try {
+    header = json::parse(header_text, [&](int depth, json::parse_event_t ev, json& parsed) {
+      if (ev == json::parse_event_t::key && depth == 1) {
+        const auto& k = parsed.get_ref<const std::string&>();
+        if (dup.empty() && std::find(keys.begin(), keys.end(), k) != keys.end()) dup = k;
+        keys.push_back(k);
+      }
+      return true;
+    });
+  } catch (const json::exception& e) {
+    fail(path, ": the header is not valid JSON (", e.what(), ")");
+  }
+  require(header.is_object(), path, ": the header is not a JSON object");
+  require(dup.empty(), path, ": tensor '", dup, "': the name appears twice in the header");
+  const std::uint64_t data_size = file_size - 8 - header_len;
+  std::vector<SafeTensorEntry> out;
+  for (const auto& [name, info] : header.items()) {
+    if (name == "__metadata__") {
+      require(info.is_object(), path, ": __metadata__ is not a JSON object");
+      for (const auto& [k, v] : info.items())
+        require(v.is_string(), path, ": __metadata__ value '", k, "' is not a string");
+      continue;
+    }
+    const std::string where = path + ": tensor '" + name + "'";
+    require(info.is_object() && info.contains("dtype") && info.contains("shape") &&
+                info.contains("data_offsets"),
+            where, " lacks dtype, shape or data_offsets");
+    SafeTensorEntry t;
+    t.name = name;
+    require(info["dtype"].is_string(), where, ": dtype is not a string");
+    t.dtype = info["dtype"].get<std::string>();
+    const std::size_t es = dtype_bytes(t.dtype, where);
+    require(info["shape"].is_array(), where, ": shape is not an array");
+    std::uint64_t count = 1;
+    for (const auto& s : info["shape"]) {
+      require(s.is_number_integer(), where, ": shape has a dimension that is not an integer");
+      require(s.is_number_unsigned() || s.get<std::int64_t>() >= 0, where,
+              " has a negative dimension");
+      const auto d = s.get<std::uint64_t>();
+      require(d <= std::uint64_t(INT64_MAX), where, ": dimension ", d, " is too large");
+      std::uint64_t next = 0;
+      require(!__builtin_mul_overflow(count, d, &next), where,
+              ": the shape's element count overflows 64 bits");
+      count = next;
+      t.shape.push_back(static_cast<std::int64_t>(d));
+    }
+    const auto& o = info["data_offsets"];
+    require(o.is_array() && o.size() == 2 && o[0].is_number_unsigned() && o[1].is_number_unsigned(),
+            where, ": data_offsets is not a pair of non-negative integers");
+    t.begin = o[0].get<std::uint64_t>();
+    t.end = o[1].get<std::uint64_t>();
+    require(t.begin <= t.end, where, ": data_offsets [", t.begin, ", ", t.end, "] run backwards");
+    require(t.end <= data_size, where, ": data_offsets end ", t.end, " runs past the ",
+            data_size, " bytes of data");
+    std::uint64_t want = 0;
+    require(!__builtin_mul_overflow(count, std::uint64_t(es), &want) && t.end - t.begin == want,
+            where, ": ", t.end - t.begin, " bytes for ", count, " ", t.dtype,
+            " values (dtype size x elements)");
+    t.elements = count;
+    out.push_back(std::move(t));
+  }
+  // The byte ranges, in order, tile the data exactly: no overlap, no gap.
+  std::vector<const SafeTensorEntry*> by_off;
+  for (const auto& t : out) by_off.push_back(&t);
+  std::sort(by_off.begin(), by_off.end(), [](const SafeTensorEntry* a, const SafeTensorEntry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  std::uint64_t at = 0;
+  for (const SafeTensorEntry* t : by_off) {
+    const std::string where = path + ": tensor '" + t->name + "'";
+    require(t->begin >= at, where, ": data_offsets [", t->begin, ", ", t->end,
+            "] overlap the previous tensor's bytes (which end at ", at, ")");
+    require(t->begin == at, where, ": data_offsets [", t->begin, ", ", t->end,
+            "] leave a gap after byte ", at);
+    at = t->end;
+  }
+  require(at == data_size, path, ": the tensors cover ", at, " of the ", data_size,
+          " data bytes; the rest is unaccounted for");
+  return out;
+}
+
 std::vector<SafeTensor> read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   require(in.good(), path, ": cannot be read");
@@ -119,58 +216,37 @@ std::vector<SafeTensor> read_safetensors(const std::string& path) {
   std::uint64_t n = 0;
   require(file_size >= 8, path, ": too short for a safetensors file");
   in.read(reinterpret_cast<char*>(&n), sizeof n);
-  require(n > 0 && n <= file_size - 8 && n < (std::uint64_t(1) << 30), path,
-          ": header length ", n, " does not fit the file of ", file_size, " bytes");
+  // Bounds first: nothing is allocated from the file's numbers before this.
+  require(n > 0 && n <= kSafetensorsMaxHeader && n <= file_size - 8, path, ": header length ",
+          n, " does not fit the file of ", file_size, " bytes (limit ", kSafetensorsMaxHeader, ")");
   std::string h(static_cast<std::size_t>(n), '\0');
   in.read(h.data(), static_cast<std::streamsize>(n));
-  json header;
-  try {
-    header = json::parse(h);
-  } catch (const json::exception& e) {
-    fail(path, ": the header is not valid JSON (", e.what(), ")");
-  }
-  require(header.is_object(), path, ": the header is not a JSON object");
-  const std::uint64_t data_size = file_size - 8 - n;
+  require(in.good(), path, ": cannot read its header");
+  const auto entries = check_safetensors_header(path, file_size, n, h);
   std::vector<SafeTensor> out;
-  for (const auto& [name, info] : header.items()) {
-    if (name == "__metadata__") continue;
-    const std::string where = path + ": tensor '" + name + "'";
-    require(info.is_object() && info.contains("dtype") && info.contains("shape") &&
-                info.contains("data_offsets"),
-            where, " lacks dtype, shape or data_offsets");
+  for (const SafeTensorEntry& e : entries) {
+    const std::string where = path + ": tensor '" + e.name + "'";
+    const std::size_t es = dtype_bytes(e.dtype, where);
     SafeTensor t;
-    t.name = name;
-    const std::string dt = info["dtype"].get<std::string>();
-    const std::size_t es = dtype_bytes(dt, where);
-    std::int64_t count = 1;
-    for (const auto& s : info["shape"]) {
-      const auto d = s.get<std::int64_t>();
-      require(d >= 0, where, " has a negative dimension");
-      t.shape.push_back(d);
-      count *= d;
-    }
-    const auto off = info["data_offsets"].get<std::vector<std::uint64_t>>();
-    require(off.size() == 2 && off[0] <= off[1] && off[1] <= data_size, where,
-            ": data_offsets outside the file's data");
-    require(off[1] - off[0] == std::uint64_t(count) * es, where, ": ", off[1] - off[0],
-            " bytes for ", count, " ", dt, " values");
-    std::vector<char> raw(off[1] - off[0]);
-    in.seekg(static_cast<std::streamoff>(8 + n + off[0]));
+    t.name = e.name;
+    t.shape = e.shape;
+    std::vector<char> raw(e.end - e.begin);
+    in.seekg(static_cast<std::streamoff>(8 + n + e.begin));
     in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
     require(in.good(), where, ": cannot read its data");
-    t.data.resize(static_cast<std::size_t>(count));
+    t.data.resize(static_cast<std::size_t>(e.elements));
     for (std::size_t i = 0; i < t.data.size(); ++i) {
       const char* p = raw.data() + i * es;
-      if (dt == "F64") {
+      if (e.dtype == "F64") {
         std::memcpy(&t.data[i], p, 8);
-      } else if (dt == "F32") {
+      } else if (e.dtype == "F32") {
         float f;
         std::memcpy(&f, p, 4);
         t.data[i] = f;
       } else {
         std::uint16_t b;
         std::memcpy(&b, p, 2);
-        t.data[i] = dt == "BF16" ? bf16_to_double(b) : half_to_double(b);
+        t.data[i] = e.dtype == "BF16" ? bf16_to_double(b) : half_to_double(b);
       }
     }
     out.push_back(std::move(t));

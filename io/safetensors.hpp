@@ -27,6 +27,23 @@ struct SafeTensor {
 // temp name, then rename).
 void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors,
                        DType dtype, const std::map<std::string, std::string>& metadata);
+// The format's limit on the JSON header (safetensors: 100 MB).
+inline constexpr std::uint64_t kSafetensorsMaxHeader = 100'000'000;
+struct SafeTensorEntry {
+  std::string name, dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t elements = 0, begin = 0, end = 0;  // end - begin = bytes
+};
+// Checks a header by rule before anything sized by the file is allocated:
+// header length within the file and the 100 MB limit, a JSON object, no
+// duplicate names, known dtypes, shape products that fit 64 bits, byte counts
+// equal to dtype size x elements, offsets that tile the data exactly (no
+// overlap, no gap, nothing past the end), __metadata__ values all strings.
+// Each refusal names the file, the tensor and the rule.
+std::vector<SafeTensorEntry> check_safetensors_header(const std::string& path,
+                                                     std::uint64_t file_size,
+                                                     std::uint64_t header_len,
+                                                     const std::string& header_text);
 // Reads every tensor (F64, F32, BF16 and F16 are converted to double). Throws
 // naming the file and the problem for a malformed header or byte range.
 std::vector<SafeTensor> read_safetensors(const std::string& path);
