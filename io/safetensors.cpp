@@ -279,8 +279,11 @@ ModelConfig read_hf_config(const std::string& path) {
   } catch (const json::exception& e) {
     fail(path, ": not valid JSON (", e.what(), ")");
   }
-  require(j.is_object() && j.value("model_type", "") == "wiola", path,
-          ": model_type is not \"wiola\"");
+  require(j.is_object(), path, ": not a JSON object");
+  // value() throws type_error when the key holds a non-string: check the type first.
+  require(j.contains("model_type") && j["model_type"].is_string() &&
+              j["model_type"].get<std::string>() == "wiola",
+          path, ": model_type is not \"wiola\"");
   ModelConfig c;
   try {
     c = read_model_json(j);

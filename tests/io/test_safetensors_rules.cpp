@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/error.hpp"
 #include "io/safetensors.hpp"
 #include "io_test_util.hpp"
 
@@ -135,6 +136,19 @@ TEST(SafetensorsRules, NonStringMetadataValue) {
   const std::string m = R"("__metadata__":{"format":"pt","step":3})";
   expect_refused(write_raw(dir, "{" + m + "," + kA + "," + kB + "}", 12), "",
                  "__metadata__ value 'step' is not a string");
+}
+
+TEST(HfConfigRules, AModelTypeOfTheWrongJsonTypeIsRefusedByName) {
+  test::TempDir dir;
+  const std::string path = dir.file("config.json");
+  std::ofstream(path) << R"({"model_type": 7, "hidden_size": 64})";
+  try {
+    read_hf_config(path);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model_type"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
