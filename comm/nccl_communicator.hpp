@@ -51,6 +51,7 @@
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "comm/device_groups.hpp"
 #include "comm/device_transport.hpp"
 #include "comm/process_grid.hpp"
 
@@ -131,14 +132,8 @@ DeviceIdentity current_device_identity();
 // else over MPI with host staging (plan_grid_transports). Collective over
 // `world` (an MpiCommunicator with the device staging installed, which the
 // MPI groups inherit). The pipeline group gets neighbour channels. Rank 0
-// writes the one-line choice to `log` when given.
-struct DeviceGroups {
-  GridGroups groups;
-  // Over all ranks, for device-buffer collectives of the whole world (the
-  // step's norm and loss); nullptr when the world chose MPI: use `world`.
-  std::unique_ptr<Communicator> world;
-  GridTransports plan;
-};
+// writes the one-line choice to `log` when given. The CUDA plugin installs it
+// as the process's device-groups maker (comm/device_groups.hpp).
 DeviceGroups make_device_groups(Communicator& world, const ProcessGrid& grid,
                                 void* compute_stream, std::ostream* log = nullptr);
 

@@ -16,9 +16,7 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
-#if defined(WIOLA_WITH_NCCL)
-#include "comm/nccl_communicator.hpp"
-#endif
+#include "comm/device_groups.hpp"
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
 #include "core/process_identity.hpp"
@@ -299,15 +297,15 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   backend_->reserve_memory(static_cast<std::size_t>(memory_.total()));
   if (backend_->device() != Device::CPU)
     world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
-#if defined(WIOLA_WITH_NCCL)
-  // On GPUs: each group over NCCL where its ranks have a GPU each (rank 0 says which).
+  // On GPUs: each group over NCCL where its ranks have a GPU each (rank 0 says
+  // which), when this process has NCCL (the CUDA plugin installs the maker).
   if (backend_->device() == Device::CUDA && backend_->native_stream()) {
-    comm::DeviceGroups dg =
-        comm::make_device_groups(world_, grid_, backend_->native_stream(), &log_);
-    groups_ = std::move(dg.groups);
-    device_world_ = std::move(dg.world);
+    if (comm::DeviceGroupsMaker make = comm::device_groups_maker()) {
+      comm::DeviceGroups dg = make(world_, grid_, backend_->native_stream(), &log_);
+      groups_ = std::move(dg.groups);
+      device_world_ = std::move(dg.world);
+    }
   }
-#endif
   if (!groups_.pipeline) groups_ = comm::make_groups(world_, grid_);
   model_ = std::make_unique<StageModel>(*backend_, cfg, chunks_of(grid_.stage()), opts_.dtype);
   model_->params().init(opts_.seed);
