@@ -22,7 +22,9 @@ for program in "$@"; do
     fail "$(basename "$program") links a CUDA library"
   fi
 done
-ldd "$plugin" | grep -q 'libcublasLt\.so' || fail "the plugin does not link cuBLASLt: is it the CUDA backend?"
+# Read whole first: with pipefail, grep -q leaving early can fail ldd (SIGPIPE).
+plugin_libs=$(ldd "$plugin") || fail "ldd $plugin"
+grep -q 'libcublasLt\.so' <<<"$plugin_libs" || fail "the plugin does not link cuBLASLt: is it the CUDA backend?"
 echo "ok: no program links a CUDA library; the plugin does"
 
 train=$1
