@@ -113,14 +113,22 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
   require(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp, " into place");
 }
 
+namespace {
+// The header length's two rules, checked before anything is sized by it.
+void require_header_length(const std::string& path, std::uint64_t file_size,
+                           std::uint64_t header_len) {
+  require(header_len > 0 && header_len <= kSafetensorsMaxHeader, path, ": header length ",
+          header_len, " is outside the format's limit of 1..", kSafetensorsMaxHeader, " bytes");
+  require(file_size >= 8 && header_len <= file_size - 8, path, ": header length ", header_len,
+          " does not fit the file of ", file_size, " bytes");
+}
+}  // namespace
+
 std::vector<SafeTensorEntry> check_safetensors_header(const std::string& path,
                                                      std::uint64_t file_size,
                                                      std::uint64_t header_len,
                                                      const std::string& header_text) {
-  require(header_len > 0 && header_len <= kSafetensorsMaxHeader, path, ": header length ",
-          header_len, " is outside the format's limit of 1..", kSafetensorsMaxHeader, " bytes");
-  require(file_size >= 8 && header_len <= file_size - 8, path, ": header length ", header_len,
-          " runs past the file of ", file_size, " bytes");
+  require_header_length(path, file_size, header_len);
   require(header_text.size() == header_len, path, ": header is truncated");
   // nlohmann keeps the last of duplicate keys silently; the parser callback
   // sees every top-level key, so a duplicate is refused here.
@@ -217,8 +225,7 @@ std::vector<SafeTensor> read_safetensors(const std::string& path) {
   require(file_size >= 8, path, ": too short for a safetensors file");
   in.read(reinterpret_cast<char*>(&n), sizeof n);
   // Bounds first: nothing is allocated from the file's numbers before this.
-  require(n > 0 && n <= kSafetensorsMaxHeader && n <= file_size - 8, path, ": header length ",
-          n, " does not fit the file of ", file_size, " bytes (limit ", kSafetensorsMaxHeader, ")");
+  require_header_length(path, file_size, n);
   std::string h(static_cast<std::size_t>(n), '\0');
   in.read(h.data(), static_cast<std::streamsize>(n));
   require(in.good(), path, ": cannot read its header");
