@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -29,6 +31,20 @@ StateKind parse_kind(const std::string& s, const std::string& where) {
   fail(where, ": unknown state kind '", s, "'");
 }
 
+// A double as C99 hexadecimal text (printf's %a): its bits survive the trip.
+std::string exact_double_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+bool parse_exact_double(const std::string& s, double& v) {
+  char* end = nullptr;
+  errno = 0;
+  v = std::strtod(s.c_str(), &end);
+  return !s.empty() && end == s.c_str() + s.size() && errno == 0;
+}
+
 }  // namespace
 
 std::string CheckpointManifest::to_text() const {
@@ -37,6 +53,7 @@ std::string CheckpointManifest::to_text() const {
      << "step " << step << "\n"
      << "consumed_samples " << consumed_samples << "\n"
      << "updates " << updates << "\n"
+     << "loss_window " << loss_window.steps << " " << exact_double_text(loss_window.sum) << "\n"
      << "optimizer_state " << (has_optimizer_state ? 1 : 0) << "\n"
      << "code " << code_version << "\n"
      << "layout " << layout << "\n"
@@ -89,6 +106,11 @@ CheckpointManifest CheckpointManifest::parse(const std::string& text, const std:
       if (!(ls >> m.step)) bad("bad step");
     } else if (key == "consumed_samples") {
       if (!(ls >> m.consumed_samples)) bad("bad consumed_samples");
+    } else if (key == "loss_window") {
+      std::string sum;
+      if (!(ls >> m.loss_window.steps >> sum) || m.loss_window.steps < 0 ||
+          !parse_exact_double(sum, m.loss_window.sum))
+        bad("bad loss_window (want: steps, then the sum as a C99 hexadecimal float)");
     } else if (key == "updates") {
       if (!(ls >> m.updates)) bad("bad updates");
     } else if (key == "optimizer_state") {

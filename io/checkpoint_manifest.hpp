@@ -33,10 +33,20 @@ struct CheckpointPiece {
   std::string dataset;              // 1-D dataset in that file holding [begin, end)
 };
 
+// The part of the training log's loss window (the steps after the last
+// multiple of --log-interval) that a checkpoint's run had taken: the sum of
+// those steps' losses in their order, kept exactly, and their count.
+struct LossWindow {
+  double sum = 0;
+  std::int64_t steps = 0;
+  double mean() const { return steps > 0 ? sum / double(steps) : 0.0; }
+};
+
 struct CheckpointManifest {
   std::int64_t step = 0;              // optimizer steps completed
   std::int64_t consumed_samples = 0;  // step × global batch
   long updates = 0;                   // AdamW updates taken (skipped steps excluded)
+  LossWindow loss_window;             // absent in older manifests: empty
   std::string code_version;
   std::string layout;                 // "pp 2 dp 2 zero 1" (informative)
   std::string model;                  // ModelConfig::describe() (informative)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds in build-tests/
-# (Release, warnings as errors) and runs every test with CTest, then builds
+# (Release, warnings as errors) and runs every test with CTest, the op, model
+# and distributed tests again under OpenBLAS's Haswell and SkylakeX kernels
+# (whichever the first pass did not run under), then builds
 # the core, op, model and io suites with AddressSanitizer + UndefinedBehaviorSanitizer
 # in build-asan/ and runs them again there.
 set -euo pipefail
@@ -24,6 +26,12 @@ if grep -q '\*\*\*Skipped\|Not Run' "$log"; then
   echo "======================================================================"
 fi
 [ "$rc" -eq 0 ] || exit "$rc"
+
+# The op, model and distributed tests again under other OpenBLAS kernels:
+# Haswell's (AVX2; some sites force it with OPENBLAS_CORETYPE) and SkylakeX's
+# (AVX-512), leaving out the one the pass above ran under. Every kernel this
+# CPU can run: tools/test-blas-kernels.sh with no names.
+"$root/tools/test-blas-kernels.sh" --build "$build" --skip-detected Haswell SkylakeX
 
 asan=${WIOLA_ASAN_BUILD_DIR:-$root/build-asan}
 cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIOLA_SANITIZE=ON -DWIOLA_WERROR=ON >/dev/null

@@ -13,4 +13,9 @@ void set_cpu_threads(int threads) {
 
 int cpu_threads() { return omp_get_max_threads(); }
 
+std::string cpu_blas_kernel() {
+  const char* name = openblas_get_corename();
+  return name ? name : "unknown";
+}
+
 }  // namespace wiola

@@ -106,6 +106,7 @@ std::string save_checkpoint(const CheckpointContext& ctx, const std::string& sav
     CheckpointManifest man;
     man.step = info.step;
     man.consumed_samples = info.consumed_samples;
+    man.loss_window = info.loss_window;
     man.updates = ctx.optimizer.updates();
     man.code_version = code_version();
     man.layout = "pp " + std::to_string(ctx.grid.pp) + " dp " + std::to_string(ctx.grid.dp) +
@@ -183,6 +184,7 @@ CheckpointInfo load_checkpoint(const CheckpointContext& ctx, const std::string& 
   CheckpointInfo info;
   info.step = m.step;
   info.consumed_samples = m.consumed_samples;
+  info.loss_window = m.loss_window;
   info.code_version = m.code_version;
   info.config = m.config;
   return info;

@@ -33,6 +33,7 @@ struct CheckpointContext {
 struct CheckpointInfo {
   std::int64_t step = 0;
   std::int64_t consumed_samples = 0;
+  LossWindow loss_window;  // the printed loss's steps since the last log boundary
   std::string code_version, config;
 };
 

@@ -1,6 +1,7 @@
 #include "train/device_choice.hpp"
 
 #include "backend/backend_registry.hpp"
+#include "backend/cpu_threads.hpp"
 #include "core/error.hpp"
 #include "core/process_identity.hpp"
 
@@ -44,7 +45,7 @@ ChosenBackend choose_backend(DeviceChoice device, DType dtype, bool dtype_explic
             ": the CPU computes in fp32 or fp64",
             c.dtype == DType::BF16 ? " (bf16 is the CUDA backend's)" : "");
     c.backend = make_cpu_backend();
-    c.description = "cpu (" + why_cpu + ")";
+    c.description = "cpu (" + why_cpu + "), OpenBLAS " + cpu_blas_kernel() + " kernel";
   }
   c.description += ", " + std::string(dtype_name(c.dtype));
   return c;

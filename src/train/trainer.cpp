@@ -147,8 +147,13 @@ class Trainer {
   TimeSplit first_times_;  // the first step's, reported when it is the only one
   std::int64_t steady_steps_ = 0;
   Clock::time_point t_start_, t_steady_, t_window_, t_saved_;
-  double window_loss_ = 0, window_tokens_ = 0;
-  int window_steps_ = 0, skipped_in_a_row_ = 0;
+  // The printed loss is the mean over the steps since the last multiple of
+  // --log-interval, counted in absolute steps: a resumed run takes the part
+  // of the window its checkpoint saved, so it prints what an uninterrupted
+  // run prints. The throughput window (tokens, t_window_) is this process's.
+  LossWindow loss_window_;
+  double window_tokens_ = 0;
+  int skipped_in_a_row_ = 0;
 };
 
 // Everything that can be refused is checked before any work, and all ranks
@@ -409,6 +414,7 @@ void Trainer::restore() {
   const CheckpointInfo info = load_checkpoint(ckpt, *dir);
   start_step_ = info.step + 1;
   sample_base_ = info.consumed_samples;
+  loss_window_ = info.loss_window;
   summary_.last_checkpoint = *dir;
   say("resume: " + *dir + " at step " + std::to_string(info.step) + " (" +
       std::to_string(info.consumed_samples) + " samples consumed, written by " +
@@ -564,10 +570,11 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
   if (step == start_step_) summary_.first_loss = r.loss;
   summary_.last_loss = r.loss;
   summary_.steps = step;
-  window_loss_ += r.loss;
+  loss_window_.sum += r.loss;
+  ++loss_window_.steps;
   window_tokens_ += double(opts_.global_batch) * opts_.model.T;
-  ++window_steps_;
-  if (step % opts_.log_interval != 0 && step != total_steps_ && step != start_step_) return;
+  const bool boundary = step % opts_.log_interval == 0;
+  if (!boundary && step != total_steps_ && step != start_step_) return;
   const auto now = Clock::now();
   const double dt = seconds_between(t_window_, now), elapsed = seconds_between(t_start_, now);
   const double tps = window_tokens_ / std::max(dt, 1e-9);
@@ -578,15 +585,15 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
                 "step %6lld/%lld | tokens %s | loss %.6f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
                 "GFLOP/s %6.2f | elapsed %s | eta %s\n",
                 static_cast<long long>(step), static_cast<long long>(total_steps_),
-                si_count(double(tokens_seen(step))).c_str(), window_loss_ / window_steps_,
+                si_count(double(tokens_seen(step))).c_str(), loss_window_.mean(),
                 lr_.at(step), r.grad_norm, tps, flops / 1e9, duration_text(elapsed).c_str(),
                 duration_text(eta).c_str());
   say(buf);
-  metrics_.step({step, tokens_seen(step), window_loss_ / window_steps_, r.loss, lr_.at(step),
-                 r.grad_norm, tps, flops, elapsed, window_steps_, r.skipped});
+  metrics_.step({step, tokens_seen(step), loss_window_.mean(), r.loss, lr_.at(step),
+                 r.grad_norm, tps, flops, elapsed, int(loss_window_.steps), r.skipped});
   t_window_ = Clock::now();
-  window_loss_ = window_tokens_ = 0;
-  window_steps_ = 0;
+  window_tokens_ = 0;
+  if (boundary) loss_window_ = {};
 }
 
 // Checkpoint and stop decisions, agreed by all ranks in one all-reduce: a
@@ -614,6 +621,7 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
     CheckpointInfo saved;
     saved.step = step;
     saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.global_batch;
+    saved.loss_window = loss_window_;
     saved.config = to_ini(opts_);
     optimizer_->finish_gathers();  // no collective may still write what the checkpoint reads
     const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.zero, observer_};

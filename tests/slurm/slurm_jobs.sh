@@ -10,7 +10,10 @@
 #   1. the training job runs 4 ranks with srun (PP 2 x DP 2, ZeRO-1), is sent
 #      the time-limit warning (USR1 to the batch shell) mid-run, checkpoints,
 #      requeues itself, resumes from its checkpoint and finishes with the same
-#      final loss as an uninterrupted run;
+#      final loss (the log's mean over steps 291-300, which the signal's step
+#      may split between the two jobs) and checkpoint as an uninterrupted run
+#      with another thread count (2 a rank, where the job runs 1; OpenMP's
+#      threads sleep when idle, as 8 threads share 2 CPUs here);
 #   1b. the same job preempted with SIGTERM to its ranks (scancel
 #      --signal=TERM): the ranks checkpoint and exit 75, the batch script
 #      requeues, the restart resumes from that checkpoint;
@@ -191,16 +194,25 @@ resumed_loss=$(final_loss "$work/run/logs/train-$job-1.log")
 [ -n "$resumed_loss" ] || fail "the resumed run did not reach step 300"
 
 srun --ntasks=4 --cpus-per-task=1 --mpi=pmix --chdir="$root" \
-  env OMPI_MCA_rmaps_base_oversubscribe=1 "$build/tools/wiola-train/wiola-train" \
+  env OMPI_MCA_rmaps_base_oversubscribe=1 OMP_WAIT_POLICY=PASSIVE "$build/tools/wiola-train/wiola-train" \
   --config "$root/jobs/configs/test-tiny.ini" --pp 2 --dp 2 --train-data "$build/data/fortunes-train.h5" \
-  --save "$work/reference" >"$work/log/reference.log" 2>&1 || fail "the uninterrupted reference run"
+  --threads 2 --save "$work/reference" >"$work/log/reference.log" 2>&1 || fail "the uninterrupted reference run"
 reference_loss=$(final_loss "$work/log/reference.log")
 [ "$resumed_loss" = "$reference_loss" ] ||
   fail "final loss $resumed_loss after preemption differs from $reference_loss uninterrupted"
+# Every loss line both runs print after the stop (every 25 steps): the window
+# around the stop (e.g. 101-125 for a stop at 112) holds steps of both jobs.
+printed_after() {  # printed_after LOG: "step loss" for the steps after $stopped on log boundaries
+  sed -nE 's/^step +([0-9]+)\/300 \|.*\| loss ([0-9.]+) \|.*/\1 \2/p' "$1" |
+    awk -v s="$stopped" '$1 > s && $1 % 25 == 0'
+}
+[ "$(printed_after "$work/run/logs/train-$job-1.log")" = "$(printed_after "$work/log/reference.log")" ] ||
+  fail "the losses printed after the restart differ from the uninterrupted run's:
+$(paste <(printed_after "$work/run/logs/train-$job-1.log") <(printed_after "$work/log/reference.log"))"
 "$build/tools/wiola-reshard/wiola-reshard" compare "$work/run/checkpoints/step-00000300" \
   "$work/reference/step-00000300" >"$work/log/compare.log" 2>&1 ||
   fail "final parameters or optimizer state differ: $(cat "$work/log/compare.log")"
-say "ok: preempted at step $stopped, requeued, resumed; final loss $resumed_loss = uninterrupted $reference_loss, final checkpoints identical"
+say "ok: preempted at step $stopped, requeued, resumed; final loss $resumed_loss = uninterrupted $reference_loss, the $(printed_after "$work/log/reference.log" | wc -l) losses printed after the restart and the final checkpoints identical"
 
 # ---- 1b, 1c. preempted with SIGTERM; requeued by Slurm ---------------------------
 # preempt NAME ACTION: a training job in its own run folder gets ACTION at step
@@ -263,7 +275,7 @@ wait_state "$rjob" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the reshard j
 converted="$work/run/resharded-pp4-dp1-zero0/step-00000300"
 [ -f "$converted/manifest.txt" ] || fail "the reshard job wrote no checkpoint"
 srun --ntasks=4 --cpus-per-task=1 --mpi=pmix --chdir="$root" \
-  env OMPI_MCA_rmaps_base_oversubscribe=1 "$build/tools/wiola-train/wiola-train" \
+  env OMPI_MCA_rmaps_base_oversubscribe=1 OMP_WAIT_POLICY=PASSIVE "$build/tools/wiola-train/wiola-train" \
   --config "$root/jobs/configs/test-tiny.ini" --pp 4 --dp 1 --zero 0 --steps 302 \
   --train-data "$build/data/fortunes-train.h5" --resume "$converted" \
   >"$work/log/resharded.log" 2>&1 || fail "the resharded checkpoint does not train at PP 4 x DP 1"
