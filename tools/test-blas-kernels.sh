@@ -51,17 +51,21 @@ include='^(ops|model|dist|cuda_emu[a-z_]*)\.|^resume\.(threads_cpuset|pp[0-9]|wi
 exclude='^dist\.(rank_|world_size)'
 jobs=$(nproc)
 # The kernel OpenBLAS takes under a name, from its own report; empty when the
-# probe did not finish (an illegal instruction: this CPU lacks the kernel's ISA).
+# probe died on SIGILL (this CPU lacks the kernel's ISA). A probe that fails
+# any other way is a failing test under that kernel: "FAILED".
 kernel_taken() {  # kernel_taken NAME|"" LOG
-  env ${1:+OPENBLAS_CORETYPE=$1} OPENBLAS_VERBOSE=2 "$probe" --gtest_filter='Linear.*' >"$2" 2>&1 &&
-    sed -n 's/^Core: //p' "$2" | head -n 1
+  env ${1:+OPENBLAS_CORETYPE=$1} OPENBLAS_VERBOSE=2 "$probe" --gtest_filter='Linear.*' >"$2" 2>&1
+  local rc=$?
+  if [ "$rc" -eq 132 ]; then return 0; fi
+  if [ "$rc" -ne 0 ]; then echo FAILED; return 0; fi
+  sed -n 's/^Core: //p' "$2" | head -n 1
 }
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 done_cores=" "
 if [ "$skip_detected" = 1 ]; then
   detected=$(kernel_taken "" "$log/detected.log")
-  [ -n "$detected" ] || { echo "test-blas-kernels: the probe fails without OPENBLAS_CORETYPE:"; cat "$log/detected.log"; exit 1; }
+  [ -n "$detected" ] && [ "$detected" != FAILED ] || { echo "test-blas-kernels: the probe fails without OPENBLAS_CORETYPE:"; cat "$log/detected.log"; exit 1; }
   done_cores=" $detected "
   echo "blas kernels: OpenBLAS takes $detected here by default (the main pass ran under it)"
 fi
@@ -71,6 +75,12 @@ for k in "${kernels[@]}"; do
   if [ -z "$core" ]; then
     cannot+=("$k")
     echo "blas kernels: $k cannot run on this CPU: $(grep -m1 -iE 'illegal|signal|core dumped|error' "$log/probe-$k.log" || tail -n 1 "$log/probe-$k.log")"
+    continue
+  fi
+  if [ "$core" = FAILED ]; then
+    failed+=("$k")
+    echo "blas kernels: $k: FAILED: the probe (ops Linear.*) fails:"
+    tail -n 20 "$log/probe-$k.log"
     continue
   fi
   case $done_cores in
