@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "core/option_errors.hpp"
 
 namespace po = boost::program_options;
 
@@ -77,10 +78,10 @@ void store_ini(const std::string& text, const std::string& origin,
     std::string name = e.get_option_name();
     name.erase(0, name.find_first_not_of('-'));
     const auto it = line_of.find(name);
-    if (it != line_of.end()) fail(origin, ":", it->second, ": ", printable(e.what()));
-    fail(origin, ": ", printable(e.what()));
+    if (it != line_of.end()) fail(origin, ":", it->second, ": ", printable(error_text(e)));
+    fail(origin, ": ", printable(error_text(e)));
   } catch (const po::error& e) {
-    fail(origin, ": ", printable(e.what()));
+    fail(origin, ": ", printable(error_text(e)));
   }
 }
 

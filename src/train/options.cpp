@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 #include "core/version.hpp"
 #include "io/data_sources.hpp"
+#include "core/option_errors.hpp"
 
 #ifndef WIOLA_EMBEDDED_TRAIN
 #define WIOLA_EMBEDDED_TRAIN "data/fortunes-train.h5"
@@ -400,7 +401,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    fail(e.what());
+    fail(error_text(e));
   }
 
   o.model = preset(preset_name);

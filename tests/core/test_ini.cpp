@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdlib>
 #include <functional>
+#include <future>
 
 #include "core/error.hpp"
 #include "core/ini.hpp"
@@ -81,6 +84,21 @@ TEST(Ini, ErrorsNameTheLine) {
   EXPECT_EQ(error_of(" = 3\n"), "run.ini:1: no option name before '='");
   EXPECT_NE(error_of("preset = x\n\nsteps = lots\n").find("run.ini:3: "), std::string::npos);
   EXPECT_NE(error_of("preset = x\n\nsteps = lots\n").find("'lots'"), std::string::npos);
+}
+
+// Boost fills "%value%" in its messages until none is left; a value holding
+// that placeholder made the report loop forever. A hang is the failure here:
+// after 20 s the test fails and the process exits.
+TEST(Ini, APlaceholderInAValueIsReported) {
+  for (const std::string value : {"%value%", "%canonical_option%", "1%"}) {
+    auto report = std::async(std::launch::async, [&] { return error_of("steps = " + value + "\n"); });
+    if (report.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      ADD_FAILURE() << "the error for 'steps = " << value << "' never came back";
+      std::_Exit(1);
+    }
+    EXPECT_EQ(report.get(),
+              "run.ini:1: the argument ('" + value + "') for option 'steps' is invalid");
+  }
 }
 
 TEST(Ini, ValuesAlreadyStoredWin) {

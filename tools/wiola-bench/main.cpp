@@ -41,6 +41,7 @@
 #include "time_split.hpp"
 #include "train/options.hpp"
 #include "train/trainer.hpp"
+#include "core/option_errors.hpp"
 
 namespace po = boost::program_options;
 using namespace wiola;
@@ -212,8 +213,8 @@ int main(int argc, char** argv) {
     if (!asked && !mode.empty()) std::cerr << "wiola-bench: unknown mode '" << mode << "'\n";
     return asked ? 0 : 2;
   } catch (const std::exception& e) {
-    std::cerr << "wiola-bench: " << e.what() << "\n";
-    if (mpi.world().size() > 1) mpi.world().abort(e.what(), 3);
+    std::cerr << "wiola-bench: " << wiola::error_text(e) << "\n";
+    if (mpi.world().size() > 1) mpi.world().abort(wiola::error_text(e), 3);
     return 2;
   }
 }

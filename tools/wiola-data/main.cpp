@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
+#include "core/option_errors.hpp"
 
 namespace {
 
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
                 "' (expected train-tokenizer, encode, import, inspect, build-embedded or bench; "
                 "see --help)");
   } catch (const std::exception& e) {
-    std::cerr << "wiola-data: " << wiola::printable_lines(e.what()) << "\n";
+    std::cerr << "wiola-data: " << wiola::printable_lines(wiola::error_text(e)) << "\n";
     return 1;
   }
 }

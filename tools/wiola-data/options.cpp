@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "io/byte_tokenizer.hpp"
+#include "core/option_errors.hpp"
 
 namespace wiola::data {
 
@@ -17,7 +18,7 @@ bool parse(const std::string& command, const po::options_description& opts,
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    fail(command, ": ", e.what());
+    fail(command, ": ", wiola::error_text(e));
   }
   return true;
 }

@@ -15,6 +15,7 @@
 #include "io/weights_file.hpp"
 #include "core/param_names.hpp"
 #include "model/stage_model.hpp"
+#include "core/option_errors.hpp"
 
 namespace po = boost::program_options;
 using namespace wiola;
@@ -46,7 +47,7 @@ int run(int argc, char** argv) {
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    fail(e.what());
+    fail(wiola::error_text(e));
   }
   const DType dtype = parse_dtype(dtype_name);
   require(dtype == DType::F32 || dtype == DType::F64, "--dtype must be fp32 or fp64");
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "wiola-dump: " << wiola::printable_lines(e.what()) << "\n";
+    std::cerr << "wiola-dump: " << wiola::printable_lines(wiola::error_text(e)) << "\n";
     return 2;
   }
 }

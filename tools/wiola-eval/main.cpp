@@ -25,6 +25,7 @@
 #include "train/evaluation.hpp"
 #include "train/model_source.hpp"
 #include "train/options.hpp"
+#include "core/option_errors.hpp"
 
 namespace po = boost::program_options;
 using namespace wiola;
@@ -65,7 +66,7 @@ std::optional<Options> parse(int argc, char** argv, std::ostream& out) {
     po::store(po::command_line_parser(argc, argv).options(d).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    fail(e.what());
+    fail(wiola::error_text(e));
   }
   if (vm.count("help")) {
     out << "Usage: [mpirun -np P*D] wiola-eval MODEL (--data FILES | --text FILES) [options]\n\n"
@@ -232,6 +233,6 @@ int main(int argc, char** argv) {
     if (rank0) std::cerr << "wiola-eval: " << printable_lines(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    world.abort(std::string("wiola-eval: ") + printable_lines(e.what()), 3);
+    world.abort(std::string("wiola-eval: ") + printable_lines(wiola::error_text(e)), 3);
   }
 }

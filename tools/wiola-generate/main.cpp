@@ -18,6 +18,7 @@
 #include "model/generate.hpp"
 #include "train/checkpoint.hpp"
 #include "train/model_source.hpp"
+#include "core/option_errors.hpp"
 
 namespace po = boost::program_options;
 using namespace wiola;
@@ -72,7 +73,7 @@ std::optional<Options> parse(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(d).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    fail(e.what());
+    fail(wiola::error_text(e));
   }
   if (vm.count("help")) {
     std::cout << "Usage: wiola-generate MODEL (--prompt TEXT | --prompt-file FILE) [options]\n\n"
@@ -169,7 +170,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "wiola-generate: " << wiola::printable_lines(e.what()) << "\n";
+    std::cerr << "wiola-generate: " << wiola::printable_lines(wiola::error_text(e)) << "\n";
     return 2;
   }
 }

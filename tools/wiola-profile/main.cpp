@@ -21,6 +21,7 @@
 #include "wiola-profile/outputs.hpp"
 #include "wiola-profile/report.hpp"
 #include "wiola-profile/tool_options.hpp"
+#include "core/option_errors.hpp"
 
 using namespace wiola;
 using namespace wiola::profile;
@@ -156,6 +157,6 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     // Seen by this rank alone: end every rank rather than leave them waiting.
-    world.abort(std::string("wiola-profile: ") + e.what(), 3);
+    world.abort(std::string("wiola-profile: ") + wiola::error_text(e), 3);
   }
 }

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "wiola-profile/comma_list.hpp"
 #include "wiola-profile/model_fields.hpp"
+#include "core/option_errors.hpp"
 
 namespace po = boost::program_options;
 
@@ -86,7 +87,7 @@ void store_assignments(const std::vector<std::string>& assignments, po::variable
   try {
     po::store(parsed, vm);
   } catch (const po::error& e) {
-    fail("--project-set: ", e.what());
+    fail("--project-set: ", wiola::error_text(e));
   }
 }
 
@@ -120,7 +121,7 @@ po::variables_map spec_from_ini(const std::string& text, const std::string& orig
   try {
     parsed = po::parse_config_file(cleaned, spec_keys(), /*allow_unregistered=*/true);
   } catch (const po::error& e) {
-    fail(origin, ": ", e.what());
+    fail(origin, ": ", wiola::error_text(e));
   }
   std::map<std::string, std::string> where;  // key -> "file:line"
   for (std::size_t i = 0; i < parsed.options.size(); ++i) {
@@ -135,9 +136,9 @@ po::variables_map spec_from_ini(const std::string& text, const std::string& orig
     po::store(parsed, vm);
   } catch (const po::error_with_option_name& e) {
     const auto it = where.find(e.get_option_name());
-    fail(it == where.end() ? origin : it->second, ": ", e.what());
+    fail(it == where.end() ? origin : it->second, ": ", wiola::error_text(e));
   } catch (const po::error& e) {
-    fail(origin, ": ", e.what());
+    fail(origin, ": ", wiola::error_text(e));
   }
   po::notify(vm);
   return vm;

@@ -8,6 +8,7 @@
 #include "profile/peak.hpp"
 #include "wiola-profile/comma_list.hpp"
 #include "wiola-profile/sweep.hpp"
+#include "core/option_errors.hpp"
 
 namespace po = boost::program_options;
 
@@ -93,7 +94,7 @@ ToolOptions parse_tool_options(int argc, const char* const* argv) {
     po::notify(vm);
     rest = po::collect_unrecognized(parsed.options, po::include_positional);
   } catch (const po::error& e) {
-    fail(e.what());
+    fail(wiola::error_text(e));
   }
   t.help = vm.count("help") > 0;
   t.version = vm.count("version") > 0;

@@ -30,6 +30,7 @@
 #include "partition/partition.hpp"
 #include "train/checkpoint.hpp"
 #include "train/options.hpp"
+#include "core/option_errors.hpp"
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
@@ -466,7 +467,7 @@ int main(int argc, char** argv) {
       }
       po::notify(vm);
     } catch (const po::error& e) {
-      fail(cmd, ": ", e.what());
+      fail(cmd, ": ", wiola::error_text(e));
     }
     const std::string out_usage = command->out ? std::string(" --out ") + command->out : "";
     require(args.size() == command->n_args, "usage: wiola-reshard ", cmd, " ", command->args,
@@ -479,7 +480,7 @@ int main(int argc, char** argv) {
     if (cmd == "import-safetensors") return cmd_import(args[0], out, tokenizer_out);
     return cmd_compare(args[0], args[1]);
   } catch (const std::exception& e) {
-    std::cerr << "wiola-reshard: " << wiola::printable_lines(e.what()) << "\n";
+    std::cerr << "wiola-reshard: " << wiola::printable_lines(wiola::error_text(e)) << "\n";
     return 2;
   }
 }

@@ -12,6 +12,7 @@
 #include "train/options.hpp"
 #include "train/stop_signal.hpp"
 #include "train/trainer.hpp"
+#include "core/option_errors.hpp"
 
 int main(int argc, char** argv) {
   wiola::comm::MpiRuntime mpi(&argc, &argv);
@@ -55,6 +56,6 @@ int main(int argc, char** argv) {
                 "pipeline stages (--pp) or ZeRO (--zero)", 3);
   } catch (const std::exception& e) {
     // Seen by this rank alone: end every rank rather than leave them waiting.
-    world.abort(std::string("wiola-train: ") + wiola::printable_lines(e.what()), 3);
+    world.abort(std::string("wiola-train: ") + wiola::printable_lines(wiola::error_text(e)), 3);
   }
 }
