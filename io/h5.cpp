@@ -14,6 +14,12 @@ static_assert(std::is_same_v<hid_t, std::int64_t>, "h5.hpp stores hid_t as int64
 
 namespace wiola::h5 {
 
+std::string shape_text(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
 namespace {
 
 // Every entry point takes this lock; it also switches HDF5's automatic
@@ -137,12 +143,6 @@ Shape extent(hid_t sp) {
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   H5Sget_simple_extent_dims(sp, dims.data(), nullptr);
   return Shape(dims.begin(), dims.end());
-}
-
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
 }
 
 std::string number_text(double v) {
@@ -604,6 +604,11 @@ bool Dataset::holds_integers() const {
   Id t = dtype(H5Dget_type(id_));
   require(t.ok(), where(), ": cannot read its type");
   return H5Tget_class(t.get()) == H5T_INTEGER;
+}
+
+std::uint64_t Dataset::storage_bytes() const {
+  auto lock = lib_lock();
+  return static_cast<std::uint64_t>(H5Dget_storage_size(id_));
 }
 
 void Dataset::read_range_raw(std::int64_t start, std::int64_t count, Type mem, void* out) const {

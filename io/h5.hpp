@@ -37,6 +37,7 @@ template <> struct type_of<std::int64_t> { static constexpr Type value = Type::I
 template <> struct type_of<std::uint8_t> { static constexpr Type value = Type::U8; };
 
 using Shape = std::vector<std::int64_t>;  // {} is a scalar
+std::string shape_text(const Shape& s);   // "[3, 4]"
 std::int64_t numel(const Shape& s);
 
 // How a dataset will be read. Random: no chunk cache, so a small hyperslab of
@@ -141,6 +142,9 @@ class Dataset {
   Shape shape() const;
   Type file_type() const;       // throws on types outside h5::Type
   bool holds_integers() const;  // any integer width or sign
+  // Bytes the file holds for the data (HDF5's storage size: whole chunks for
+  // a chunked dataset, nothing for chunks never written).
+  std::uint64_t storage_bytes() const;
   // Reads elements [start, start + count) of a 1-D dataset into `out`.
   void read_range_raw(std::int64_t start, std::int64_t count, Type mem, void* out) const;
   template <class T>

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <initializer_list>
 #include <system_error>
 
 #include "core/error.hpp"
@@ -24,16 +26,31 @@ void sync_file(const std::string& path) {
   ::close(fd);
 }
 
-void check_1d_integer(const h5::File& f, const char* name, std::int64_t expected,
-                      const char* attr) {
+// HDF5 itself is not hardened against crafted files (docs/data-format.md);
+// what a token file promises is checked against what it holds before any of
+// it is trusted: rank, element type, length, and the bytes stored for it.
+void check_dataset(const h5::File& f, const char* name, std::initializer_list<h5::Type> types,
+                   std::int64_t expected, const char* attr) {
   require(f.has_dataset(name), f.path(), ": dataset '", name, "' is missing");
   const h5::Dataset ds = f.dataset(name);
   const h5::Shape s = ds.shape();
   require(s.size() == 1, f.path(), ": dataset '", name, "' must be 1-D, it has rank ", s.size());
-  require(ds.holds_integers(), f.path(), ": dataset '", name,
-          "' must hold integers");
+  require(ds.holds_integers(), f.path(), ": dataset '", name, "' must hold integers");
+  const h5::Type t = ds.file_type();
+  require(std::find(types.begin(), types.end(), t) != types.end(), f.path(), ": dataset '", name,
+          "' holds ", h5::type_name(t), " values; the format stores it as ",
+          h5::type_name(*types.begin()), types.size() > 1 ? " or " : "",
+          types.size() > 1 ? h5::type_name(*(types.begin() + 1)) : "");
   require(s[0] == expected, f.path(), ": dataset '", name, "' has ", s[0],
           " elements but attribute '", attr, "' says ", expected);
+  const std::uint64_t need = static_cast<std::uint64_t>(expected) * h5::type_size(t);
+  const std::uint64_t stored = ds.storage_bytes();
+  require(stored >= need, f.path(), ": dataset '", name, "' stores ", stored, " bytes for its ",
+          expected, " elements (", need, " needed): the file is truncated or damaged");
+  std::error_code ec;
+  const auto file_bytes = std::filesystem::file_size(f.path(), ec);
+  require(ec || stored <= file_bytes, f.path(), ": dataset '", name, "' claims ", stored,
+          " bytes of storage in a file of ", file_bytes, " bytes");
 }
 
 }  // namespace
@@ -60,8 +77,11 @@ TokenFileHeader read_token_header(const h5::File& f) {
   h.n_tokens = f.read_attr_int("n_tokens");
   h.n_documents = f.read_attr_int("n_documents");
   require(h.n_tokens >= 0 && h.n_documents >= 0, p, ": negative n_tokens or n_documents");
-  check_1d_integer(f, "tokens", h.n_tokens, "n_tokens");
-  check_1d_integer(f, "doc_offsets", h.n_documents, "n_documents");
+  // Every document ends with the end-of-document id, so it holds a token.
+  require(h.n_documents <= h.n_tokens && (h.n_tokens == 0) == (h.n_documents == 0), p,
+          ": n_documents ", h.n_documents, " does not fit n_tokens ", h.n_tokens);
+  check_dataset(f, "tokens", {h5::Type::U16, h5::Type::U32}, h.n_tokens, "n_tokens");
+  check_dataset(f, "doc_offsets", {h5::Type::U64}, h.n_documents, "n_documents");
   h.has_tokenizer_model = f.has_dataset(kTokenizerModelDataset);
   return h;
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <hdf5.h>
+
 #include <numeric>
 
 #include "io/byte_tokenizer.hpp"
@@ -34,11 +36,31 @@ struct RawFile {
   std::int64_t vocab = 257;
   bool with_offsets = true;
   bool with_vocab = true;
+  h5::Type token_type = h5::Type::U16;     // as stored in the file
+  h5::Type offset_type = h5::Type::U64;
+  bool tokens_unwritten = false;            // the dataset's extent, but no data stored
+  std::int64_t n_documents = 1;
 
   void write(const std::string& path) const {
-    h5::File f = h5::File::create(path);
-    f.write<std::uint16_t>("tokens", {static_cast<std::int64_t>(tokens.size())}, tokens);
-    if (with_offsets) f.write<std::uint64_t>("doc_offsets", {1}, std::vector<std::uint64_t>{0});
+    if (tokens_unwritten) {
+      // An HDF5 file may declare a chunked dataset of any length and store
+      // nothing: reading it gives fill values, not an error.
+      const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+      const hsize_t n = tokens.size(), chunk = 64;
+      const hid_t space = H5Screate_simple(1, &n, nullptr), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+      H5Pset_chunk(dcpl, 1, &chunk);
+      H5Dclose(H5Dcreate2(file, "tokens", H5T_STD_U16LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+      H5Pclose(dcpl);
+      H5Sclose(space);
+      H5Fclose(file);
+    }
+    h5::File f = tokens_unwritten ? h5::File::open_rw(path) : h5::File::create(path);
+    if (!tokens_unwritten) {
+      std::vector<std::int64_t> wide(tokens.begin(), tokens.end());
+      f.write<std::int64_t>("tokens", {static_cast<std::int64_t>(tokens.size())}, wide, token_type);
+    }
+    if (with_offsets)
+      f.write<std::int64_t>("doc_offsets", {1}, std::vector<std::int64_t>{0}, offset_type);
     f.write_attr_string("format", format);
     f.write_attr_int("format_version", version);
     if (with_vocab) f.write_attr_int("vocab_size", vocab);
@@ -46,7 +68,7 @@ struct RawFile {
     f.write_attr_string("tokenizer_hash", ByteTokenizer().hash());
     f.write_attr_int("eod_id", 256);
     f.write_attr_int("n_tokens", static_cast<std::int64_t>(tokens.size()));
-    f.write_attr_int("n_documents", 1);
+    f.write_attr_int("n_documents", n_documents);
   }
 };
 
@@ -151,6 +173,41 @@ TEST(TokenDataset, FileErrors) {
   }
   EXPECT_ERROR(TokenDataset({dir.file("good.h5")}, 4), "good.h5", "dataset 'tokens' has 20",
                "n_tokens", "99");
+}
+
+// HDF5 opens a file that lies about its contents; the token-file checks
+// refuse it by name before anything is read from it.
+TEST(TokenDataset, AFileThatLiesIsRefusedByName) {
+  test::TempDir dir;
+  RawFile good;
+  good.tokens = {1, 2, 3, 4, 5, 6, 7, 256};
+  good.write(dir.file("good.h5"));
+  EXPECT_NO_THROW(TokenDataset({dir.file("good.h5")}, 4));
+
+  RawFile signed_ids = good;
+  signed_ids.token_type = h5::Type::I32;
+  signed_ids.write(dir.file("signed.h5"));
+  EXPECT_ERROR(TokenDataset({dir.file("signed.h5")}, 4),
+               "signed.h5: dataset 'tokens' holds int32 values; the format stores it as uint16 or uint32");
+
+  RawFile signed_offsets = good;
+  signed_offsets.offset_type = h5::Type::I64;
+  signed_offsets.write(dir.file("offsets.h5"));
+  EXPECT_ERROR(TokenDataset({dir.file("offsets.h5")}, 4),
+               "offsets.h5: dataset 'doc_offsets' holds int64 values; the format stores it as uint64");
+
+  RawFile unwritten = good;
+  unwritten.tokens.assign(1000, 1);
+  unwritten.tokens_unwritten = true;
+  unwritten.write(dir.file("hollow.h5"));
+  EXPECT_ERROR(TokenDataset({dir.file("hollow.h5")}, 4),
+               "hollow.h5: dataset 'tokens' stores 0 bytes for its 1000 elements (2000 needed)");
+
+  RawFile more_docs = good;
+  more_docs.n_documents = 9;
+  more_docs.write(dir.file("docs.h5"));
+  EXPECT_ERROR(TokenDataset({dir.file("docs.h5")}, 4),
+               "docs.h5: n_documents 9 does not fit n_tokens 8");
 }
 
 TEST(TokenDataset, FilesMustAgree) {
