@@ -10,6 +10,7 @@ endif()
 
 option(WIOLA_BUILD_TESTS "Build the GoogleTest suites" ON)
 option(WIOLA_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(WIOLA_FUZZ "Build the libFuzzer targets of tests/fuzz (clang; ASan+UBSan throughout)" OFF)
 option(WIOLA_WERROR "Treat warnings in wiola's own code as errors" OFF)
 set(WIOLA_CUDA "AUTO" CACHE STRING "Build the CUDA backend: AUTO (when nvcc is found), ON or OFF")
 set_property(CACHE WIOLA_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -33,5 +34,17 @@ endif()
 if(WIOLA_SANITIZE)
   target_compile_options(wiola_flags INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+  target_link_options(wiola_flags INTERFACE -fsanitize=address,undefined)
+endif()
+
+# The fuzz build (tools/fuzz.sh): every wiola object carries libFuzzer's
+# coverage hooks and both sanitizers; the fuzz targets link libFuzzer itself.
+if(WIOLA_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "-DWIOLA_FUZZ=ON needs clang (libFuzzer): configure with "
+                        "-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++, as tools/fuzz.sh does")
+  endif()
+  target_compile_options(wiola_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g>)
   target_link_options(wiola_flags INTERFACE -fsanitize=address,undefined)
 endif()

@@ -3,7 +3,8 @@
 # (Release, warnings as errors) and runs every test with CTest, the op, model
 # and distributed tests again under OpenBLAS's Haswell and SkylakeX kernels
 # (whichever the first pass did not run under), then builds
-# the core, op, model and io suites with AddressSanitizer + UndefinedBehaviorSanitizer
+# the core, op, model and io suites (the io suite with the fuzz targets'
+# replay of their corpora) with AddressSanitizer + UndefinedBehaviorSanitizer
 # in build-asan/ and runs them again there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,5 +36,5 @@ fi
 
 asan=${WIOLA_ASAN_BUILD_DIR:-$root/build-asan}
 cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIOLA_SANITIZE=ON -DWIOLA_WERROR=ON >/dev/null
-cmake --build "$asan" -j "$jobs" --target wiola_test_core wiola_test_ops wiola_test_model wiola_test_io
+cmake --build "$asan" -j "$jobs" --target wiola_test_core wiola_test_ops wiola_test_model wiola_test_io wiola_fuzz_replay
 ctest --test-dir "$asan" --output-on-failure -j "$jobs" -R '^(core|ops|model|io)\.' 

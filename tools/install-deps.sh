@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages wiola needs that this machine lacks, and says
 # which. Safe to run again: with everything present it installs nothing.
+#   tools/install-deps.sh [--fuzz]   (--fuzz: also clang and libFuzzer, for tools/fuzz.sh)
 set -euo pipefail
 
 packages=(
@@ -17,6 +18,12 @@ packages=(
   python3-matplotlib                     # tools/wiola-plot and wiola-profile's timeline picture
   python3-torch                          # the Hugging Face export test (tools/hf/modeling_wiola.py)
 )
+
+case ${1:-} in
+  --fuzz) packages+=(clang libclang-rt-14-dev) ;;  # libFuzzer and clang's sanitizer runtimes
+  "") ;;
+  *) echo "install-deps: unknown option '$1' (--fuzz is the only one)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
