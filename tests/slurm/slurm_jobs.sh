@@ -10,7 +10,7 @@
 #   1. the training job runs 4 ranks with srun (PP 2 x DP 2, ZeRO-1), is sent
 #      the time-limit warning (USR1 to the batch shell) mid-run, checkpoints,
 #      requeues itself, resumes from its checkpoint and finishes with the same
-#      final loss (the log's mean over steps 291-300, which the signal's step
+#      final loss (the log's mean over the last 10 steps, which the signal's step
 #      may split between the two jobs) and checkpoint as an uninterrupted run
 #      with another thread count (2 a rank, where the job runs 1; OpenMP's
 #      threads sleep when idle, as 8 threads share 2 CPUs here);
@@ -165,19 +165,25 @@ common=(WIOLA_ROOT="$root" WIOLA_BUILD="$build" WIOLA_CONFIG="$root/jobs/configs
         TRAIN_DATA="$build/data/fortunes-train.h5" GPUS_PER_TASK=0 RUN_DIR="$work/run"
         OMPI_MCA_rmaps_base_oversubscribe=1)
 cpu=(--nodes=1 --gpus-per-node=0 --cpus-per-task=1 --chdir="$root")
-final_loss() { grep -E '^step +300/300 \|' "$1" | tail -n 1 | sed 's/.*| loss \([0-9.]*\) |.*/\1/'; }
+# The training jobs run 1000 steps (the config says 300): a signal sent when
+# the log shows step 50 or 100 must find the job still running, even when the
+# tiny model trains 250 steps a second (it did, between two busy processes, and
+# finished before the SIGTERM arrived).
+steps=1000
+last=step-$(printf %08d "$steps")
+final_loss() { grep -E "^step +$steps/$steps \\|" "$1" | tail -n 1 | sed 's/.*| loss \([0-9.]*\) |.*/\1/'; }
 
 # ---- 1. training: preempted by the warning signal, requeued, resumed ----------
-job=$(env "${common[@]}" PP=2 DP=2 sbatch --parsable "${cpu[@]}" --ntasks=4 \
+job=$(env "${common[@]}" EXTRA_ARGS="--steps $steps" PP=2 DP=2 sbatch --parsable "${cpu[@]}" --ntasks=4 \
         --output="$work/out/train-%j.out" "$root/jobs/wiola-1.5b-chinchilla.sbatch") ||
   fail "sbatch of the training job"
 say "training job $job submitted"
 wait_state "$job" 60 RUNNING || fail "the training job did not start (state $(job_state "$job"))"
 for _ in $(seq 3000); do
-  grep -qE '^step +100/300' "$work"/run/logs/train-"$job"-0.log 2>/dev/null && break
+  grep -qE "^step +100/$steps" "$work"/run/logs/train-"$job"-0.log 2>/dev/null && break
   sleep 0.1
 done
-grep -qE '^step +100/300' "$work"/run/logs/train-"$job"-0.log || fail "the training job made no progress"
+grep -qE "^step +100/$steps" "$work"/run/logs/train-"$job"-0.log || fail "the training job made no progress"
 scancel --signal=USR1 --batch "$job" || fail "scancel --signal=USR1 --batch"
 say "sent the time-limit warning (USR1 to the batch shell)"
 wait_restart "$job" 120
@@ -191,26 +197,26 @@ wait_state "$job" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the requeued j
 grep -q "resume: $work/run/checkpoints/step-$(printf %08d "$stopped") at step $stopped" \
   "$work/run/logs/train-$job-1.log" || fail "the restart did not resume from step $stopped"
 resumed_loss=$(final_loss "$work/run/logs/train-$job-1.log")
-[ -n "$resumed_loss" ] || fail "the resumed run did not reach step 300"
+[ -n "$resumed_loss" ] || fail "the resumed run did not reach step $steps"
 
 srun --ntasks=4 --cpus-per-task=1 --mpi=pmix --chdir="$root" \
   env OMPI_MCA_rmaps_base_oversubscribe=1 OMP_WAIT_POLICY=PASSIVE "$build/tools/wiola-train/wiola-train" \
   --config "$root/jobs/configs/test-tiny.ini" --pp 2 --dp 2 --train-data "$build/data/fortunes-train.h5" \
-  --threads 2 --save "$work/reference" >"$work/log/reference.log" 2>&1 || fail "the uninterrupted reference run"
+  --threads 2 --steps "$steps" --save "$work/reference" >"$work/log/reference.log" 2>&1 || fail "the uninterrupted reference run"
 reference_loss=$(final_loss "$work/log/reference.log")
 [ "$resumed_loss" = "$reference_loss" ] ||
   fail "final loss $resumed_loss after preemption differs from $reference_loss uninterrupted"
 # Every loss line both runs print after the stop (every 25 steps): the window
 # around the stop (e.g. 101-125 for a stop at 112) holds steps of both jobs.
 printed_after() {  # printed_after LOG: "step loss" for the steps after $stopped on log boundaries
-  sed -nE 's/^step +([0-9]+)\/300 \|.*\| loss ([0-9.]+) \|.*/\1 \2/p' "$1" |
+  sed -nE "s/^step +([0-9]+)\\/$steps \\|.*\\| loss ([0-9.]+) \\|.*/\\1 \\2/p" "$1" |
     awk -v s="$stopped" '$1 > s && $1 % 25 == 0'
 }
 [ "$(printed_after "$work/run/logs/train-$job-1.log")" = "$(printed_after "$work/log/reference.log")" ] ||
   fail "the losses printed after the restart differ from the uninterrupted run's:
 $(paste <(printed_after "$work/run/logs/train-$job-1.log") <(printed_after "$work/log/reference.log"))"
-"$build/tools/wiola-reshard/wiola-reshard" compare "$work/run/checkpoints/step-00000300" \
-  "$work/reference/step-00000300" >"$work/log/compare.log" 2>&1 ||
+"$build/tools/wiola-reshard/wiola-reshard" compare "$work/run/checkpoints/$last" \
+  "$work/reference/$last" >"$work/log/compare.log" 2>&1 ||
   fail "final parameters or optimizer state differ: $(cat "$work/log/compare.log")"
 say "ok: preempted at step $stopped, requeued, resumed; final loss $resumed_loss = uninterrupted $reference_loss, the $(printed_after "$work/log/reference.log" | wc -l) losses printed after the restart and the final checkpoints identical"
 
@@ -220,15 +226,15 @@ say "ok: preempted at step $stopped, requeued, resumed; final loss $resumed_loss
 # queue, restarts and resumes from that checkpoint, and completes.
 preempt() {
   local name=$1 action=$2 run="$work/run-$1" pjob stopped
-  pjob=$(env "${common[@]}" RUN_DIR="$run" PP=2 DP=2 sbatch --parsable "${cpu[@]}" --ntasks=4 \
+  pjob=$(env "${common[@]}" EXTRA_ARGS="--steps $steps" RUN_DIR="$run" PP=2 DP=2 sbatch --parsable "${cpu[@]}" --ntasks=4 \
            --output="$work/out/$name-%j.out" "$root/jobs/wiola-1.5b-chinchilla.sbatch") ||
     fail "$name: sbatch of the training job"
   wait_state "$pjob" 120 RUNNING || fail "$name: the job did not start (state $(job_state "$pjob"))"
   for _ in $(seq 3000); do
-    grep -qE '^step +50/300' "$run/logs/train-$pjob-0.log" 2>/dev/null && break
+    grep -qE "^step +50/$steps" "$run/logs/train-$pjob-0.log" 2>/dev/null && break
     sleep 0.1
   done
-  grep -qE '^step +50/300' "$run/logs/train-$pjob-0.log" || fail "$name: no progress"
+  grep -qE "^step +50/$steps" "$run/logs/train-$pjob-0.log" || fail "$name: no progress"
   case $action in
     term) scancel --signal=TERM "$pjob" || fail "$name: scancel --signal=TERM" ;;
     requeue) scontrol requeue "$pjob" || fail "$name: scontrol requeue" ;;
@@ -247,7 +253,7 @@ preempt() {
   [ "$(job_state "$pjob")" = COMPLETED ] || fail "$name: the requeued job ended $(job_state "$pjob")"
   grep -q "resume: $run/checkpoints/step-$(printf %08d "$stopped") at step $stopped" \
     "$run/logs/train-$pjob-1.log" || fail "$name: the restart did not resume from step $stopped"
-  grep -qE '^step +300/300' "$run/logs/train-$pjob-1.log" || fail "$name: the restart did not finish"
+  grep -qE "^step +$steps/$steps" "$run/logs/train-$pjob-1.log" || fail "$name: the restart did not finish"
   say "ok: $name: stopped after step $stopped with a checkpoint, requeued, resumed at $stopped, completed"
   say "    $(grep -E 'requeueing|already' "$work/out/$name-$pjob.out" | tail -n 1)"
 }
@@ -272,15 +278,16 @@ rjob=$(env "${common[@]}" TO_PP=4 TO_DP=1 TO_ZERO=0 sbatch --parsable "${cpu[@]}
          --output="$work/out/reshard-%j.out" "$root/jobs/reshard.sbatch") || fail "sbatch of the reshard job"
 wait_state "$rjob" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the reshard job did not finish"
 [ "$(job_state "$rjob")" = COMPLETED ] || fail "the reshard job ended $(job_state "$rjob")"
-converted="$work/run/resharded-pp4-dp1-zero0/step-00000300"
+converted="$work/run/resharded-pp4-dp1-zero0/$last"
 [ -f "$converted/manifest.txt" ] || fail "the reshard job wrote no checkpoint"
 srun --ntasks=4 --cpus-per-task=1 --mpi=pmix --chdir="$root" \
   env OMPI_MCA_rmaps_base_oversubscribe=1 OMP_WAIT_POLICY=PASSIVE "$build/tools/wiola-train/wiola-train" \
-  --config "$root/jobs/configs/test-tiny.ini" --pp 4 --dp 1 --zero 0 --steps 302 \
+  --config "$root/jobs/configs/test-tiny.ini" --pp 4 --dp 1 --zero 0 --steps $((steps + 2)) \
   --train-data "$build/data/fortunes-train.h5" --resume "$converted" \
   >"$work/log/resharded.log" 2>&1 || fail "the resharded checkpoint does not train at PP 4 x DP 1"
-grep -qE '^step +302/302' "$work/log/resharded.log" || fail "the resharded run did not reach step 302"
-say "ok: reshard job converted step 300 to PP 4 x DP 1; it loads and trains there"
+grep -qE "^step +$((steps + 2))/$((steps + 2))" "$work/log/resharded.log" ||
+  fail "the resharded run did not reach step $((steps + 2))"
+say "ok: reshard job converted step $steps to PP 4 x DP 1; it loads and trains there"
 
 # ---- 4. an allocation that does not fit the layout --------------------------------
 bjob=$(env "${common[@]}" PP=2 DP=2 sbatch --parsable "${cpu[@]}" --ntasks=3 \
