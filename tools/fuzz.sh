@@ -40,8 +40,15 @@ for t in "${targets[@]}"; do
   [[ " $known " == *" $t "* ]] || { echo "fuzz.sh: no fuzz target '$t' (known: $known)" >&2; exit 2; }
   build_targets+=("wiola_fuzz_$t")
 done
-cmake --build "$build" -j "$jobs" --target "${build_targets[@]}"
+echo "fuzz: building ${#build_targets[@]} targets with clang in $build"
+cmake --build "$build" -j "$jobs" --target "${build_targets[@]}" > "$build/fuzz-build.log" 2>&1 || {
+  tail -n 40 "$build/fuzz-build.log" >&2
+  echo "fuzz.sh: the build failed (whole log: $build/fuzz-build.log)" >&2
+  exit 1
+}
 
+# The targets write each input to a scratch file: memory, not disk, when possible.
+[ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ] && export TMPDIR=/dev/shm
 total_exec=0 crashes=0 hangs=0
 for t in "${targets[@]}"; do
   work=$build/corpus/$t art=$build/artifacts/$t/$(date +%Y%m%d-%H%M%S)
@@ -68,6 +75,10 @@ for t in "${targets[@]}"; do
     # libFuzzer failed without leaving an input (a crash in start-up, say).
     new_crash=$((new_crash + 1))
     echo "fuzz: $t exited $rc without an artifact; see $log" >&2
+  fi
+  if [ "$found" -gt 0 ] || [ "$rc" -ne 0 ]; then
+    # The report itself, for a run whose build folder is not kept (CI).
+    grep -v '^#\|^INFO:\|^ *NEW_FUNC' "$log" | tail -n 40 >&2
   fi
   printf 'fuzz: %-20s %12s executions  %s\n' "$t" "$execs" "$([ "$found" -gt 0 ] || [ "$rc" -ne 0 ] && echo "FOUND: see $log and $art" || echo "clean")"
   total_exec=$((total_exec + execs))

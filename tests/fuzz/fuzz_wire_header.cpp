@@ -16,7 +16,7 @@ WIOLA_FUZZ_TARGET(wire_header) {
   for (const auto& shape : shapes) {
     for (const auto kind : {wiola::WireKind::Activation, wiola::WireKind::Gradient}) {
       std::vector<std::byte> message(bytes.size());
-      std::memcpy(message.data(), bytes.data(), bytes.size());
+      if (!bytes.empty()) std::memcpy(message.data(), bytes.data(), bytes.size());
       const bool accepted = wiola::fuzz::read_or_refuse(
           "pipeline ", [&] { wiola::check_header(kind, 3, 1, shape, message); });
       // Only the exact header this stage would have been sent is accepted.

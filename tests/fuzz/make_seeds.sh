@@ -17,7 +17,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 rm -rf "$corpus"
 for t in safetensors_file safetensors_header hf_config bpe_model hf_tokenizer manifest \
-         text_documents raw_tokens train_ini wire_header; do
+         text_documents raw_tokens token_file train_ini wire_header; do
   mkdir -p "$corpus/$t"
 done
 
@@ -87,6 +87,16 @@ def npy(descr, values, fmt):
 open(f"{d}/u2.npy", "wb").write(npy("<u2", [1, 2, 3, 50256], "<%dH") + b"\x02")
 open(f"{d}/i4-big.npy", "wb").write(npy(">i4", [7, 8, 9], ">%di") + b"\x00")
 open(f"{d}/ids-u32", "wb").write(struct.pack("<3I", 1, 70000, 2) + b"\x04")
+PY
+
+# token_file's input describes a file (fuzz_token_file.cpp): zero bytes give
+# a valid one; the others vary the vocabulary, lengths, types and values.
+python3 - "$corpus/token_file" <<'PY'
+import sys
+d = sys.argv[1]
+open(f"{d}/valid", "wb").write(bytes(16))
+open(f"{d}/large-vocab", "wb").write(bytes([1]) + bytes(15))
+open(f"{d}/ramp", "wb").write(bytes(range(256)))
 PY
 
 # Stage wire headers as check_header expects them in the target: step 3,
