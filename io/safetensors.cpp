@@ -297,12 +297,12 @@ ModelConfig read_hf_config(const std::string& path) {
     if (j.contains("head_dim"))
       require(c.H > 0 && j.at("head_dim").get<int>() * c.H == c.d, "head_dim ",
               j.at("head_dim").dump(), " is not hidden_size / num_attention_heads = ", c.d, " / ", c.H);
+    c.validate();  // inside: its refusal names the file too
   } catch (const json::exception& e) {
     fail(path, ": ", e.what());
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
-  c.validate();
   return c;
 }
 
