@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -23,6 +25,28 @@ const char* state_kind_name(StateKind k) {
 }
 
 namespace {
+
+// The pieces of one tensor and kind agree on its shape and do not overlap: a
+// reader counts the elements they cover, so an overlap would hide a gap.
+void check_pieces(const std::vector<CheckpointPiece>& pieces, const std::string& where) {
+  std::vector<const CheckpointPiece*> order;
+  order.reserve(pieces.size());
+  for (const CheckpointPiece& p : pieces) order.push_back(&p);
+  std::sort(order.begin(), order.end(), [](const CheckpointPiece* a, const CheckpointPiece* b) {
+    return std::tie(a->tensor, a->kind, a->begin) < std::tie(b->tensor, b->kind, b->begin);
+  });
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    const CheckpointPiece& a = *order[i - 1];
+    const CheckpointPiece& b = *order[i];
+    if (a.tensor != b.tensor || a.kind != b.kind) continue;
+    const std::string what = where + ": tensor '" + a.tensor + "' (" + state_kind_name(a.kind) + ")";
+    require(a.rows == b.rows && a.cols == b.cols, what, ": its pieces disagree on its shape (",
+            a.rows, "x", a.cols, " in ", a.file, ", ", b.rows, "x", b.cols, " in ", b.file, ")");
+    require(a.end <= b.begin, what, ": pieces [", a.begin, ", ", a.end, ") in ", a.file, " and [",
+            b.begin, ", ", b.end, ") in ", b.file, " overlap");
+  }
+}
+
 
 StateKind parse_kind(const std::string& s, const std::string& where) {
   if (s == "param") return StateKind::Param;
@@ -135,8 +159,10 @@ CheckpointManifest CheckpointManifest::parse(const std::string& text, const std:
       if (!(ls >> p.tensor >> kind >> p.rows >> p.cols >> p.begin >> p.end >> p.file >> p.dataset))
         bad("bad piece line");
       p.kind = parse_kind(kind, where);
-      if (p.begin < 0 || p.begin >= p.end || p.end > p.rows * p.cols)
-        bad("piece range outside its tensor");
+      std::int64_t numel = 0;
+      if (p.rows <= 0 || p.cols <= 0 || __builtin_mul_overflow(p.rows, p.cols, &numel))
+        bad("piece shape is not two positive dimensions of at most 2^63 - 1 elements");
+      if (p.begin < 0 || p.begin >= p.end || p.end > numel) bad("piece range outside its tensor");
       m.pieces.push_back(p);
     } else if (key == "end") {
       ended = true;
@@ -147,6 +173,7 @@ CheckpointManifest CheckpointManifest::parse(const std::string& text, const std:
   }
   if (lineno == 0) fail(where, ": empty manifest");
   require(ended, where, ": manifest is truncated (no 'end' line)");
+  check_pieces(m.pieces, where);
   return m;
 }
 

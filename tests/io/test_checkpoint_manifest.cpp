@@ -6,6 +6,7 @@
 #include <string>
 
 #include "io/checkpoint_manifest.hpp"
+#include "io_test_util.hpp"
 
 namespace wiola {
 namespace {
@@ -44,6 +45,35 @@ TEST(CheckpointManifest, BadLossWindowIsRefusedByLine) {
       EXPECT_NE(what.find("run/step-6/manifest.txt line 5"), std::string::npos) << what;
       EXPECT_NE(what.find("bad loss_window"), std::string::npos) << what;
     }
+  }
+}
+
+// Pieces are checked as a whole: a reader counts the elements the pieces of a
+// tensor cover, so two that overlap would let a gap pass for a full tensor.
+TEST(CheckpointManifest, PiecesThatOverlapOrDisagreeOnTheShapeAreRefused) {
+  const std::string a = "piece w param 4 4 0 8 rank-00000.h5 param/w@0\n";
+  EXPECT_NO_THROW(CheckpointManifest::parse(
+      minimal_manifest(a + "piece w param 4 4 8 16 rank-00001.h5 param/w@8\n"), "ck/manifest.txt"));
+  // Another kind of the same tensor may use the same range.
+  EXPECT_NO_THROW(CheckpointManifest::parse(
+      minimal_manifest(a + "piece w exp_avg 4 4 0 8 rank-00000.h5 exp_avg/w@0\n"), "ck/manifest.txt"));
+  EXPECT_ERROR(CheckpointManifest::parse(
+                   minimal_manifest(a + "piece w param 4 4 0 8 rank-00001.h5 param/w@0\n"), "ck/manifest.txt"),
+               "ck/manifest.txt: tensor 'w' (param): pieces [0, 8) in rank-00000.h5 and [0, 8) in "
+               "rank-00001.h5 overlap");
+  EXPECT_ERROR(CheckpointManifest::parse(
+                   minimal_manifest(a + "piece w param 2 8 8 16 rank-00001.h5 param/w@8\n"), "ck/manifest.txt"),
+               "ck/manifest.txt: tensor 'w' (param): its pieces disagree on its shape (4x4 in "
+               "rank-00000.h5, 2x8 in rank-00001.h5)");
+}
+
+// A shape whose element count overflows, or that is not positive, is refused
+// by its line (the product was once computed in signed 64 bits, unchecked).
+TEST(CheckpointManifest, APieceShapeThatOverflowsIsRefused) {
+  for (const char* bad : {"piece w param 4611686018427387904 4 0 1 f d\n", "piece w param -1 -1 0 1 f d\n",
+                          "piece w param 0 5 0 1 f d\n"}) {
+    EXPECT_ERROR(CheckpointManifest::parse(minimal_manifest(bad), "ck/manifest.txt"),
+                 "ck/manifest.txt line 5: piece shape is not two positive dimensions");
   }
 }
 
