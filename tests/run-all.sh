@@ -5,12 +5,11 @@
 # (whichever the first pass did not run under), then builds
 # the core, op, model and io suites (the io suite with the fuzz targets'
 # replay of their corpora) with AddressSanitizer + UndefinedBehaviorSanitizer
-# in build-asan/ and runs them again there, and last runs every fuzz target
-# for a few seconds (tools/fuzz.sh; clang, in build-fuzz/).
+# in build-asan/ and runs them again there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
-"$root/tools/install-deps.sh" --fuzz
+"$root/tools/install-deps.sh"
 
 build=${WIOLA_TEST_BUILD_DIR:-$root/build-tests}
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWIOLA_WERROR=ON >/dev/null
@@ -39,9 +38,3 @@ asan=${WIOLA_ASAN_BUILD_DIR:-$root/build-asan}
 cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIOLA_SANITIZE=ON -DWIOLA_WERROR=ON >/dev/null
 cmake --build "$asan" -j "$jobs" --target wiola_test_core wiola_test_ops wiola_test_model wiola_test_io wiola_fuzz_replay
 ctest --test-dir "$asan" --output-on-failure -j "$jobs" -R '^(core|ops|model|io)\.' 
-
-# Every fuzz target briefly (clang, libFuzzer, ASan + UBSan; build-fuzz/): a
-# reader that crashes, hangs or lets anything but a named refusal escape on
-# what the fuzzer makes of its seeds fails the suite. Longer runs:
-# tools/fuzz.sh --runs 1000000 (docs/testing.md "Fuzzing").
-"$root/tools/fuzz.sh" --seconds "${WIOLA_FUZZ_SECONDS:-6}" --jobs "$jobs"

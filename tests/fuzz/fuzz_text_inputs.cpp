@@ -13,7 +13,7 @@ WIOLA_FUZZ_TARGET(text_documents) {
     case 1: opt.split = wiola::TextSplit::File; break;
     case 2: opt.split = wiola::TextSplit::Line; break;
     case 3: opt.split = wiola::TextSplit::Paragraph; break;
-    default: opt.split = wiola::TextSplit::Separator; opt.separator = "%"; break;
+    default: opt.split = wiola::TextSplit::Separator; opt.separator.push_back('%'); break;
   }
   const std::string path = wiola::fuzz::scratch_file(
       opt.format == wiola::TextFormat::JsonLines ? "docs.jsonl" : "docs.txt", bytes.substr(1));
