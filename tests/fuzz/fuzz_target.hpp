@@ -1,7 +1,7 @@
 #pragma once
 // A fuzz target: one reader of bytes that wiola did not write in the same
-// process, fed arbitrary input. The contract every reader keeps (issue 28,
-// docs/testing.md "Fuzzing"): on any input it either reads it or refuses it
+// process, fed arbitrary input. The contract every reader keeps
+// (docs/testing.md "Fuzzing"): on any input it either reads it or refuses it
 // with a wiola::Error that names the file; anything else that escapes (a
 // std::exception from a library, a crash, an out-of-bounds read that the
 // sanitizers see, a hang) is a bug.
