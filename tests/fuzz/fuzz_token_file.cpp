@@ -15,6 +15,7 @@
 #include "io/byte_tokenizer.hpp"
 #include "io/h5.hpp"
 #include "io/token_dataset.hpp"
+#include "support/hollow_dataset.hpp"
 
 namespace {
 
@@ -48,18 +49,6 @@ constexpr wiola::h5::Type kTypes[] = {wiola::h5::Type::U16, wiola::h5::Type::U32
                                       wiola::h5::Type::U64, wiola::h5::Type::I32,
                                       wiola::h5::Type::I64, wiola::h5::Type::U8,
                                       wiola::h5::Type::F32};
-
-// A chunked dataset of n elements that stores nothing (reads give zeros).
-void write_hollow(const std::string& path, const char* name, hsize_t n) {
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  const hsize_t chunk = 64;
-  const hid_t space = H5Screate_simple(1, &n, nullptr), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  H5Pset_chunk(dcpl, 1, &chunk);
-  H5Dclose(H5Dcreate2(file, name, H5T_STD_U16LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-  H5Pclose(dcpl);
-  H5Sclose(space);
-  H5Fclose(file);
-}
 
 }  // namespace
 
@@ -102,7 +91,7 @@ WIOLA_FUZZ_TARGET(token_file) {
     f.write_attr_int("n_tokens", attr_tokens);
     f.write_attr_int("n_documents", attr_docs);
   }
-  if (hollow) write_hollow(path, "tokens", static_cast<hsize_t>(n_tok));
+  if (hollow) wiola::test::add_hollow_dataset(path, "tokens", static_cast<hsize_t>(n_tok), H5T_STD_U16LE);
   wiola::fuzz::read_or_refuse(path, [&] {
     wiola::DatasetSpec spec = wiola::DatasetSpec::from_files({path});
     if (split) {

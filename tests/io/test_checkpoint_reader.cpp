@@ -2,13 +2,13 @@
 // datasets, so the reader checks a dataset's shape against the manifest
 // before it allocates or reads anything by it.
 #include <gtest/gtest.h>
-#include <hdf5.h>
 
 #include <vector>
 
 #include "io/checkpoint_io.hpp"
 #include "io/h5.hpp"
 #include "io_test_util.hpp"
+#include "support/hollow_dataset.hpp"
 
 namespace wiola {
 namespace {
@@ -32,17 +32,8 @@ TEST(CheckpointReader, ReadsAPieceOfTheLengthTheManifestSays) {
 TEST(CheckpointReader, ADatasetOfAnotherLengthIsRefusedBeforeItIsRead) {
   test::TempDir dir;
   // 10^12 values declared, none stored: reading it whole would ask for 8 TB.
-  {
-    const std::string path = dir.file("rank-00000.h5");
-    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    const hsize_t n = 1'000'000'000'000ull, chunk = 1024;
-    const hid_t space = H5Screate_simple(1, &n, nullptr), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 1, &chunk);
-    H5Dclose(H5Dcreate2(file, "w.param", H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-    H5Pclose(dcpl);
-    H5Sclose(space);
-    H5Fclose(file);
-  }
+  h5::File::create(dir.file("rank-00000.h5"));
+  test::add_hollow_dataset(dir.file("rank-00000.h5"), "w.param", 1'000'000'000'000ull, H5T_IEEE_F64LE);
   const CheckpointManifest m = one_piece("rank-00000.h5");
   CheckpointReader r(dir.path().string(), m);
   std::vector<double> out(4);

@@ -1,7 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <hdf5.h>
-
 #include <numeric>
 
 #include "io/byte_tokenizer.hpp"
@@ -9,6 +7,7 @@
 #include "io/token_dataset.hpp"
 #include "io/token_file.hpp"
 #include "io_test_util.hpp"
+#include "support/hollow_dataset.hpp"
 
 namespace wiola {
 namespace {
@@ -42,33 +41,24 @@ struct RawFile {
   std::int64_t n_documents = 1;
 
   void write(const std::string& path) const {
-    if (tokens_unwritten) {
-      // An HDF5 file may declare a chunked dataset of any length and store
-      // nothing: reading it gives fill values, not an error.
-      const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-      const hsize_t n = tokens.size(), chunk = 64;
-      const hid_t space = H5Screate_simple(1, &n, nullptr), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-      H5Pset_chunk(dcpl, 1, &chunk);
-      H5Dclose(H5Dcreate2(file, "tokens", H5T_STD_U16LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-      H5Pclose(dcpl);
-      H5Sclose(space);
-      H5Fclose(file);
+    {
+      h5::File f = h5::File::create(path);
+      if (!tokens_unwritten) {
+        std::vector<std::int64_t> wide(tokens.begin(), tokens.end());
+        f.write<std::int64_t>("tokens", {static_cast<std::int64_t>(tokens.size())}, wide, token_type);
+      }
+      if (with_offsets)
+        f.write<std::int64_t>("doc_offsets", {1}, std::vector<std::int64_t>{0}, offset_type);
+      f.write_attr_string("format", format);
+      f.write_attr_int("format_version", version);
+      if (with_vocab) f.write_attr_int("vocab_size", vocab);
+      f.write_attr_string("tokenizer", "byte");
+      f.write_attr_string("tokenizer_hash", ByteTokenizer().hash());
+      f.write_attr_int("eod_id", 256);
+      f.write_attr_int("n_tokens", static_cast<std::int64_t>(tokens.size()));
+      f.write_attr_int("n_documents", n_documents);
     }
-    h5::File f = tokens_unwritten ? h5::File::open_rw(path) : h5::File::create(path);
-    if (!tokens_unwritten) {
-      std::vector<std::int64_t> wide(tokens.begin(), tokens.end());
-      f.write<std::int64_t>("tokens", {static_cast<std::int64_t>(tokens.size())}, wide, token_type);
-    }
-    if (with_offsets)
-      f.write<std::int64_t>("doc_offsets", {1}, std::vector<std::int64_t>{0}, offset_type);
-    f.write_attr_string("format", format);
-    f.write_attr_int("format_version", version);
-    if (with_vocab) f.write_attr_int("vocab_size", vocab);
-    f.write_attr_string("tokenizer", "byte");
-    f.write_attr_string("tokenizer_hash", ByteTokenizer().hash());
-    f.write_attr_int("eod_id", 256);
-    f.write_attr_int("n_tokens", static_cast<std::int64_t>(tokens.size()));
-    f.write_attr_int("n_documents", n_documents);
+    if (tokens_unwritten) test::add_hollow_dataset(path, "tokens", tokens.size(), H5T_STD_U16LE);
   }
 };
 
