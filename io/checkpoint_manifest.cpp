@@ -47,7 +47,6 @@ void check_pieces(const std::vector<CheckpointPiece>& pieces, const std::string&
   }
 }
 
-
 StateKind parse_kind(const std::string& s, const std::string& where) {
   if (s == "param") return StateKind::Param;
   if (s == "exp_avg") return StateKind::ExpAvg;

@@ -37,10 +37,12 @@ void check_dataset(const h5::File& f, const char* name, std::initializer_list<h5
   require(s.size() == 1, f.path(), ": dataset '", name, "' must be 1-D, it has rank ", s.size());
   require(ds.holds_integers(), f.path(), ": dataset '", name, "' must hold integers");
   const h5::Type t = ds.file_type();
-  require(std::find(types.begin(), types.end(), t) != types.end(), f.path(), ": dataset '", name,
-          "' holds ", h5::type_name(t), " values; the format stores it as ",
-          h5::type_name(*types.begin()), types.size() > 1 ? " or " : "",
-          types.size() > 1 ? h5::type_name(*(types.begin() + 1)) : "");
+  if (std::find(types.begin(), types.end(), t) == types.end()) {
+    std::string allowed;
+    for (const h5::Type a : types) allowed += (allowed.empty() ? "" : " or ") + std::string(h5::type_name(a));
+    fail(f.path(), ": dataset '", name, "' holds ", h5::type_name(t),
+         " values; the format stores it as ", allowed);
+  }
   require(s[0] == expected, f.path(), ": dataset '", name, "' has ", s[0],
           " elements but attribute '", attr, "' says ", expected);
   const std::uint64_t need = static_cast<std::uint64_t>(expected) * h5::type_size(t);
