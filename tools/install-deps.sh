@@ -17,6 +17,8 @@ packages=(
   fortunes                               # text of the embedded default dataset
   python3-matplotlib                     # tools/wiola-plot and wiola-profile's timeline picture
   python3-torch                          # the Hugging Face export test (tools/hf/modeling_wiola.py)
+  patchelf xz-utils                      # tools/gpu-bundle.sh: RUNPATHs in the GPU bundle, its archive
+  debootstrap                            # the bundle's test in a minimal Debian (tests/tools/gpu_bundle_check.sh)
 )
 
 case ${1:-} in
