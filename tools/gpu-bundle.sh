@@ -53,7 +53,7 @@ fi
 # The built files, checked before anything is copied.
 find_built() {  # NAME: the one regular file of that name under the build
   local f
-  f=$(find "$build/tools" "$build/tests" "$build/lib" -name "$1" -type f 2>/dev/null | grep -v '/wiola-gpu/' | head -n 1)
+  f=$(find "$build/tools" "$build/tests" -maxdepth 2 -name "$1" -type f 2>/dev/null | head -n 1)
   [ -n "$f" ] || die "$build has no $1: build it, or run without --no-build"
   echo "$f"
 }

@@ -211,7 +211,7 @@ step_bundle() {
         # shellcheck disable=SC2163  # kv is NAME=VALUE
         case ${kv%%=*} in _|SHLVL|PWD|OLDPWD) ;; *) [[ ${kv%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && export "$kv" ;; esac
       done < <(base64 -d <<<"$vars")
-      env_note="env.sh: $(grep . "$logs/env.log" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
+      env_note="env.sh: $(sed -n 's/^env\.sh: //p' "$logs/env.log" | paste -sd ';' | sed 's/;/; /g' | cut -c1-300)"
     else
       bad "bundle env.sh" "sourcing it failed: $(tail -n 1 "$logs/env.log")"
       return

@@ -1,34 +1,23 @@
 #!/usr/bin/env bash
 # The dry run of tools/gpu-check.sh (both calls, WIOLA_CHECK_DEVICE=cpu), from
-# a folder laid out as the GPU bundle (tools/gpu-bundle.sh) lays out wiola-gpu/:
-#   bin/      the programs (links to this build's) and an mpirun
-#   data/     fortunes-train.h5, fortunes-val.h5, fortunes.bpe
-#   configs/  jobs/configs/*.ini
-#   share/wiola/hf/modeling_wiola.py
-#   gpu-check.sh, gpu-check-train.sh, torch_wiola.py, check_export.py and
-#   expect_abort.sh copied to the top
-# (no env.sh: this build's libraries are found where they were linked).
+# the GPU bundle itself: the archive of tools/gpu-bundle.sh unpacked here, its
+# own copy of the check run, as a GPU session runs it (docs/performance.md).
 # Passes when each call exits 0 within its budget, prints its table last,
 # says "dry run", has the rows each call must have, and leaves at most 8
 # files, no deeper than 2 folders, under its $OUT.
-#   gpu_check_dry_run.sh SOURCE_DIR DATA_DIR WORK_DIR NAME=PROGRAM...
+#   gpu_check_dry_run.sh ARCHIVE_DIR WORK_DIR
 set -uo pipefail
-src=$1 data=$2 work=$3
-shift 3
+bundles=$1 work=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
 /usr/bin/python3 -c 'import torch' 2>/dev/null || {
   echo "SKIP: /usr/bin/python3 has no torch (tools/install-deps.sh installs python3-torch)"; exit 77; }
 
 rm -rf "$work"
+mkdir -p "$work"
+archive=$(find "$bundles" -maxdepth 1 -name 'wiola-gpu-*.tar.xz' | head -n 1)
+[ -f "$archive" ] || fail "no wiola-gpu-*.tar.xz in $bundles (tools.gpu_bundle_archive makes it)"
+tar -C "$work" -xJf "$archive" || fail "unpacking $archive failed"
 bundle=$work/wiola-gpu
-mkdir -p "$bundle/bin" "$bundle/data" "$bundle/configs" "$bundle/share/wiola/hf"
-for program in "$@"; do ln -s "${program#*=}" "$bundle/bin/${program%%=*}"; done
-ln -s "$(command -v mpirun)" "$bundle/bin/mpirun"
-cp "$data"/fortunes-train.h5 "$data"/fortunes-val.h5 "$data"/fortunes.bpe "$bundle/data/"
-cp "$src"/jobs/configs/*.ini "$bundle/configs/"
-cp "$src/tools/hf/modeling_wiola.py" "$bundle/share/wiola/hf/"
-cp "$src/tools/gpu-check.sh" "$src/tools/gpu-check-train.sh" "$src/tools/bench/torch_wiola.py" \
-   "$src/tools/hf/check_export.py" "$src/tests/comm/expect_abort.sh" "$bundle/"
 
 for call in 1 2; do
   out=$work/out$call
