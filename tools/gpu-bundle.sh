@@ -29,6 +29,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-gpu-bundle build_it=1 out=""
 die() { echo "gpu-bundle: $*" >&2; exit 1; }
+trap 'echo "gpu-bundle: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 while [ $# -gt 0 ]; do
   case $1 in
     --build) [ $# -ge 2 ] || die "--build needs a folder"; build=$2; shift 2 ;;
@@ -140,6 +141,12 @@ cp "$root"/jobs/configs/*.ini "$b/configs/"
 cp "$root/tools/hf/modeling_wiola.py" "$b/share/wiola/hf/"
 cp "$root/tools/gpu-check.sh" "$root/tools/gpu-check-train.sh" "$root/tools/bench/torch_wiola.py" \
    "$root/tools/hf/check_export.py" "$root/tests/comm/expect_abort.sh" "$b/"
+# The newest glibc symbol version any of it uses: the machine's glibc must be
+# at least that (env.sh checks; glibc itself is the machine's, never bundled).
+find "$b/bin" "$b/lib" -type f | while read -r f; do
+  if head -c 4 "$f" | grep -q ELF; then objdump -T "$f" | grep -o 'GLIBC_[0-9.]*[0-9]' || true; fi
+done | sed 's/GLIBC_//' | sort -u -V | tail -n 1 >"$b/lib/GLIBC_NEEDED"
+[ -s "$b/lib/GLIBC_NEEDED" ] || die "no glibc symbol version found in the bundle's programs"
 git -C "$root" describe --always --dirty >"$b/VERSION" 2>/dev/null || echo unknown >"$b/VERSION"
 
 mkdir -p "$out"

@@ -4,7 +4,8 @@
 # xz-utils to unpack the archive), entered with chroot in a private mount
 # namespace. Inside it:
 #  - the archive unpacks to wiola-gpu/ and env.sh names each CUDA library it
-#    could not find and the missing driver;
+#    could not find and the missing driver, and checks glibc's version (a
+#    too-old one is named);
 #  - ldd finds every library of every program and library in the bundle,
 #    but the CUDA ones the GPU machine provides (cuBLAS, cuBLASLt, NCCL);
 #  - the main job's model (jobs/configs/embedded.ini: 4 ranks, pp 2 x dp 2,
@@ -71,6 +72,15 @@ while read -r soname; do
   grep -q "env.sh: $soname NOT FOUND" "$work/env.log" || fail "env.sh does not say $soname is missing"
 done <"$root/opt/wiola-gpu/lib/cuda/NEEDED"
 grep -q 'libcuda.so.1 is NOT installed' "$work/env.log" || fail "env.sh does not say the CUDA driver is missing"
+grep -q "^env.sh: glibc 2\.[0-9]* (the bundle needs $(cat "$root/opt/wiola-gpu/lib/GLIBC_NEEDED") or newer)" "$work/env.log" ||
+  fail "env.sh does not check glibc against lib/GLIBC_NEEDED"
+# A bundle that needs a newer glibc than the machine's is named as such.
+cp "$root/opt/wiola-gpu/lib/GLIBC_NEEDED" "$work/glibc-needed"
+echo 9.99 >"$root/opt/wiola-gpu/lib/GLIBC_NEEDED"
+in_chroot ". /opt/wiola-gpu/env.sh" >"$work/env-old.log" 2>&1
+cp "$work/glibc-needed" "$root/opt/wiola-gpu/lib/GLIBC_NEEDED"
+grep -q '^env.sh: glibc 2\.[0-9]* is too old: the bundle.s programs need 9.99 or newer' "$work/env-old.log" ||
+  { cat "$work/env-old.log"; fail "env.sh does not say the machine's glibc is too old"; }
 
 say "ldd of every program and library"
 in_chroot 'cd /opt/wiola-gpu

@@ -9,7 +9,8 @@
 # WIOLA_CUDA_LIBS (colon-separated), $CUDA_HOME and $CUDA_PATH, /usr/local/cuda*,
 # the folders of the NVIDIA wheels of every Python on PATH (nvidia/*/lib, as
 # PyTorch brings them), then the dynamic linker's cache. The driver
-# (libcuda.so.1) is the machine's own and is only reported.
+# (libcuda.so.1) is the machine's own and is only reported, and so is glibc,
+# whose version is checked against the newest the bundle uses (lib/GLIBC_NEEDED).
 WIOLA_GPU=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export WIOLA_GPU
 . "$WIOLA_GPU/etc/relocate.sh"
@@ -57,5 +58,19 @@ wiola_gpu_link_cuda() {
     echo "env.sh: the CUDA driver libcuda.so.1 is NOT installed here: only --device cpu runs" >&2
   fi
 }
+# glibc is the machine's: it must be as new as the newest the bundle uses.
+wiola_gpu_check_glibc() {
+  local need have
+  need=$(cat "$WIOLA_GPU/lib/GLIBC_NEEDED")
+  have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+  if [ -z "$have" ]; then
+    echo "env.sh: glibc's version is unknown here (the bundle needs $need or newer)" >&2
+  elif [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
+    echo "env.sh: glibc $have is too old: the bundle's programs need $need or newer and will not start" >&2
+  else
+    echo "env.sh: glibc $have (the bundle needs $need or newer)"
+  fi
+}
+wiola_gpu_check_glibc
 wiola_gpu_link_cuda
-unset -f wiola_gpu_roots wiola_gpu_link_cuda
+unset -f wiola_gpu_check_glibc wiola_gpu_roots wiola_gpu_link_cuda
