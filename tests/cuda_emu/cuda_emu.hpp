@@ -36,6 +36,8 @@
 // first), the real memory model and caches, timing, occupancy, register
 // pressure, bank conflicts, or the hardware's element layout of wmma
 // fragments (the emulation picks one; kernels must not depend on it).
+// The kernel source's cuda_compat.hpp checks that this came first.
+#define WIOLA_CUDA_EMU_PROVIDED 1
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cuda_emu.hpp"  // before the kernel source's view of CUDA, as in the emulated build
 #include "backend/cuda/cuda_compat.hpp"
 
 namespace {

@@ -2,7 +2,9 @@
 # check_layers.sh SOURCE_DIR: fails when an #include runs upward against the
 # layer order written in docs/architecture.md (the table after the line
 # "<!-- layer order -->"): a folder may include headers of its own folder and
-# of folders in lower layers only. Prints every offending include.
+# of folders in lower layers only, whether the include names its folder
+# ("core/tensor.hpp") or only a file found through an include path
+# ("cuda_emu.hpp"). Prints every offending include.
 set -euo pipefail
 src=${1:?usage: check_layers.sh SOURCE_DIR}
 doc="$src/docs/architecture.md"
@@ -23,6 +25,17 @@ folder_of_include() {
   if [ -d "$src/src/$top" ]; then echo "src/$top"; elif [ -d "$src/$top" ]; then echo "$top"; fi
 }
 
+# A bare "name.hpp" not beside its includer: the folder (as in the layer
+# table, or the top-level folder) of the first file of that name in the tree.
+folder_of_bare_include() {
+  local hit rel
+  hit=$(find "$src" \( -path "$src/build*" -o -path "$src/.git" \) -prune -o -type f -name "$1" -print |
+        head -n 1)
+  [ -n "$hit" ] || return 0
+  rel=${hit#"$src"/}
+  if [[ $rel == src/* ]]; then rel=${rel#src/}; echo "src/${rel%%/*}"; else echo "${rel%%/*}"; fi
+}
+
 status=0
 checked=0
 for folder in "${!layer_of[@]}"; do
@@ -33,8 +46,14 @@ for folder in "${!layer_of[@]}"; do
     rest=${hit#*:}
     line=${rest%%:*}
     inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"${rest#*:}")
-    [[ $inc == */* ]] || continue
-    target=$(folder_of_include "$inc")
+    if [[ $inc == */* ]]; then
+      target=$(folder_of_include "$inc")
+    else
+      # Beside the including file: its own folder. Else it comes through an
+      # include path: the folder of the file of that name in the tree.
+      [ -f "$(dirname "$file")/$inc" ] && continue
+      target=$(folder_of_bare_include "$inc")
+    fi
     [ -n "$target" ] || continue
     checked=$((checked + 1))
     [ "$target" = "$folder" ] && continue

@@ -1,11 +1,15 @@
 #pragma once
 // What kernel source needs from CUDA, from the toolkit under nvcc or from the
-// test tree's emulation of the execution model (tests/cuda_emu) when the same
-// source is compiled by the host compiler for CI. Kernel files include this
-// header and nothing else of CUDA, and launch kernels only through
-// WIOLA_LAUNCH, so that both builds compile the same text.
+// test tree's emulation of the execution model when the same source is
+// compiled by the host compiler for CI. Kernel files include this header and
+// nothing else of CUDA, and launch kernels only through WIOLA_LAUNCH, so that
+// both builds compile the same text. The emulated build (WIOLA_CUDA_EMULATION)
+// includes the emulation's header before each kernel file: this one, in the
+// source tree, names nothing of the test tree.
 #if defined(WIOLA_CUDA_EMULATION)
-#include "cuda_emu.hpp"
+#if !defined(WIOLA_CUDA_EMU_PROVIDED)
+#error "the emulated CUDA build includes the emulation's header before any kernel source"
+#endif
 // kernel<<<grid, block, shared_bytes, stream>>>(args...)
 #define WIOLA_LAUNCH(kernel, grid, block, shared_bytes, stream) \
   ((void)(stream), ::wiola::emu::make_launch(#kernel, kernel, grid, block, shared_bytes))
