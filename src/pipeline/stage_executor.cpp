@@ -10,15 +10,6 @@
 
 namespace wiola {
 
-StageTimes& StageTimes::operator+=(const StageTimes& o) {
-  compute += o.compute;
-  wait += o.wait;
-  comm += o.comm;
-  optimizer += o.optimizer;
-  total += o.total;
-  return *this;
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -114,7 +105,7 @@ class Run {
       for (auto& [key, s] : slots_)
         require(!s.forwarded || (s.backwarded && s.weights_done), "schedule: micro-batch ",
                 key.first, " chunk ", key.second, " was forwarded but its backward is not complete");
-    res_.times.total = seconds_since(t_run);
+    res_.times.step = seconds_since(t_run);
     return std::move(res_);
   }
 

@@ -14,21 +14,13 @@
 #include "model/stage_model.hpp"
 #include "pipeline/host_batch.hpp"
 #include "pipeline/schedule.hpp"
+#include "pipeline/time_split.hpp"
 
 namespace wiola {
 
 using pipeline::Action;
 using pipeline::ActionKind;
 
-// Seconds spent per category.
-struct StageTimes {
-  double compute = 0;    // forward and backward
-  double wait = 0;       // blocked waiting for a peer's activation or gradient (the bubble)
-  double comm = 0;       // posting and completing transfers, checking headers
-  double optimizer = 0;  // gradient reduction, clipping, optimizer, parameter gather (trainer)
-  double total = 0;      // wall time
-  StageTimes& operator+=(const StageTimes& o);
-};
 
 class StageExecutor {
  public:
@@ -66,7 +58,9 @@ class StageExecutor {
     Tensor loss_sums;
     // Last stage: counted target tokens of each micro-batch (host side).
     std::vector<std::int64_t> loss_tokens;
-    StageTimes times;                 // compute, wait, comm, total
+    // The run's share of the step's time split: compute, wait, comm, and its
+    // wall time as `step` (the trainer adds its phases after the run).
+    TimeSplit times;
     std::vector<ActionEvent> events;  // when Hooks::record_events
   };
 

@@ -1,4 +1,4 @@
-#include "train/time_split.hpp"
+#include "pipeline/time_split.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -89,7 +89,10 @@ std::vector<TimeSplit> time_splits(const std::vector<RankRecord>& records) {
     t.step = rec.window_s * inv;
     t.compute = rec.times.compute * inv;
     t.wait = rec.times.wait * inv;
-    const double comm_total = rec.times.comm * inv, opt_total = rec.times.optimizer * inv;
+    // The trainer's phases as one: this rank's own division of them (reduce,
+    // drain, optimizer) knew nothing of the other ranks' clocks.
+    const double comm_total = rec.times.comm * inv,
+                 opt_total = (rec.times.reduce + rec.times.drain + rec.times.optimizer) * inv;
     // The phase holds the executor's optimizer time and the completion of
     // outstanding sends (comm), which comes first in time: the drain is taken
     // from it before the optimizer time, and the rest of it stays comm.

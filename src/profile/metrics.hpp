@@ -1,12 +1,12 @@
 #pragma once
 // Turns the gathered rank records of a profiled run into the numbers users
 // choose layouts by (docs/profiling.md, "Metrics"): per rank, per stage and
-// overall, the time split of a step and the bubble (train/time_split.hpp: the
+// overall, the time split of a step and the bubble (pipeline/time_split.hpp: the
 // definitions wiola-train shares), tokens/s, model FLOP/s and MFU against the
 // peak.
 //
 // Where the split comes from: compute, wait and comm are the executor's
-// (StageTimes); the trainer's two phases (ReduceGrads, OptimizerStep) are
+// (StageExecutor::Result::times); the trainer's two phases (ReduceGrads, OptimizerStep) are
 // divided on the ranks' aligned timeline: the time a rank sat in them before
 // its partners in the reduction, or every rank at the optimizer's norm
 // all-reduce, had arrived is drain (taken first from completing sends, which
@@ -16,7 +16,7 @@
 
 #include "profile/layout.hpp"
 #include "profile/recorder.hpp"
-#include "train/time_split.hpp"
+#include "pipeline/time_split.hpp"
 
 namespace wiola::profile {
 

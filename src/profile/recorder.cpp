@@ -10,13 +10,14 @@ namespace wiola::profile {
 namespace {
 
 constexpr int kTagSize = 4091, kTagData = 4092;
-constexpr std::size_t kHeader = 14, kPerAction = 7;
+constexpr std::size_t kHeader = 17, kPerAction = 7;
 
 std::vector<double> serialise(const RankRecord& r) {
-  std::vector<double> v{double(r.rank),     double(r.stage),      double(r.dp_index),
-                        double(r.steps),    r.times.compute,      r.times.wait,
-                        r.times.comm,       r.times.optimizer,    r.times.total,
-                        r.window_s,         r.peak_flops,         r.peak_rss_bytes,
+  const TimeSplit& t = r.times;
+  std::vector<double> v{double(r.rank), double(r.stage),  double(r.dp_index), double(r.steps),
+                        t.compute,      t.wait,           t.drain,            t.comm,
+                        t.reduce,       t.optimizer,      t.other,            t.step,
+                        r.window_s,     r.peak_flops,     r.peak_rss_bytes,
                         double(r.step_ends.size()), double(r.actions.size())};
   v.insert(v.end(), r.step_ends.begin(), r.step_ends.end());
   for (const TimedAction& a : r.actions) {
@@ -35,11 +36,11 @@ RankRecord deserialise(const std::vector<double>& v) {
   r.stage = int(v[1]);
   r.dp_index = int(v[2]);
   r.steps = int(v[3]);
-  r.times = StageTimes{v[4], v[5], v[6], v[7], v[8]};
-  r.window_s = v[9];
-  r.peak_flops = v[10];
-  r.peak_rss_bytes = v[11];
-  const auto n_steps = std::size_t(v[12]), n_actions = std::size_t(v[13]);
+  r.times = TimeSplit{v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]};
+  r.window_s = v[12];
+  r.peak_flops = v[13];
+  r.peak_rss_bytes = v[14];
+  const auto n_steps = std::size_t(v[15]), n_actions = std::size_t(v[16]);
   require(v.size() == kHeader + n_steps + kPerAction * n_actions, "profile: malformed rank record");
   r.step_ends.assign(v.begin() + kHeader, v.begin() + std::ptrdiff_t(kHeader + n_steps));
   const double* p = v.data() + kHeader + n_steps;
@@ -85,10 +86,7 @@ void StepRecorder::on_step(const StepRecord& r) {
   }
   const int measured = int(step - warmup_);
   rec_.steps = measured;
-  // The executor's categories and the trainer's two phases as one: the
-  // profiler divides them itself, on the aligned timeline (metrics.cpp).
-  const TimeSplit& t = r.times;
-  rec_.times += StageTimes{t.compute, t.wait, t.comm, t.reduce + t.drain + t.optimizer, t.step};
+  rec_.times += r.times;
   for (const auto& e : r.run->events)
     rec_.actions.push_back({measured, event_kind(e.action.kind), e.action.microbatch,
                             e.begin - t0_, e.end - t0_, e.waited, e.action.chunk});

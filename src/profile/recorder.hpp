@@ -46,7 +46,11 @@ struct TimedAction {
 struct RankRecord {
   int rank = 0, stage = 0, dp_index = 0;
   int steps = 0;                  // measured steps
-  StageTimes times;               // summed over the measured steps
+  // Summed over the measured steps, as the rank measured them alone: the
+  // executor's compute, wait and comm, the trainer's reduce, drain and
+  // optimizer phases, the step's wall time. The profiler divides the phases
+  // again on the aligned timeline (metrics.cpp).
+  TimeSplit times;
   double window_s = 0;            // origin to the end of the last measured step
   std::vector<double> step_ends;  // seconds since the origin, per measured step
   double peak_flops = 0;          // this rank's peak (FLOP/s)

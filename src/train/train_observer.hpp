@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "pipeline/stage_executor.hpp"
-#include "train/time_split.hpp"
+#include "pipeline/time_split.hpp"
 
 namespace wiola {
 
@@ -30,7 +30,7 @@ struct StepRecord {
   // This step's time split as this rank measures it alone: the executor's
   // compute, wait and comm, the ReduceGrads phase as reduce, the world
   // all-reduce of norm and loss that opens the optimizer phase as drain, the
-  // rest of that phase as optimizer (train/time_split.hpp).
+  // rest of that phase as optimizer (pipeline/time_split.hpp).
   TimeSplit times;
   PhaseEvent reduce, optimizer;
   double loss = 0, grad_norm = 0;

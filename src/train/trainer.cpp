@@ -506,7 +506,7 @@ StepRecord Trainer::train_step(std::int64_t step) {
   optimizer_->reduce_grads();  // tied-embedding sum, data-parallel reduction
   const auto t_optimizer = Clock::now();
   // The world all-reduce of norm and loss: a rank that got here first waits
-  // for the last one (its drain as far as it can tell, train/time_split.hpp).
+  // for the last one (its drain as far as it can tell, pipeline/time_split.hpp).
   const StepTotals totals = reduce_totals(run);
   const auto t_reduced = Clock::now();
   r.loss = totals.mean_loss();
@@ -522,13 +522,11 @@ StepRecord Trainer::train_step(std::int64_t step) {
   r.reduce = {StepPhase::ReduceGrads, clock_seconds(t_reduce), clock_seconds(t_optimizer)};
   r.optimizer = {StepPhase::Optimizer, clock_seconds(t_optimizer), clock_seconds(t_end)};
   TimeSplit& t = r.times;
-  t.compute = run.times.compute;
-  t.wait = run.times.wait;
-  t.comm = run.times.comm;
+  t = run.times;
   t.reduce = seconds_between(t_reduce, t_optimizer);
   t.drain = seconds_between(t_optimizer, t_reduced);
   t.optimizer = seconds_between(t_reduced, t_end);
-  t.step = run.times.total + seconds_between(t_reduce, t_end);
+  t.step = run.times.step + seconds_between(t_reduce, t_end);
   t.other = t.step - (t.compute + t.wait + t.drain + t.comm + t.reduce + t.optimizer);
   return r;
 }

@@ -9,7 +9,7 @@
 #include "comm/communicator.hpp"
 #include "pipeline/stage_executor.hpp"
 #include "train/options.hpp"
-#include "train/time_split.hpp"
+#include "pipeline/time_split.hpp"
 #include "train/train_observer.hpp"
 
 namespace wiola {

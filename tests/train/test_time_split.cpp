@@ -1,9 +1,9 @@
 // The time split and the bubble shared by wiola-train and wiola-profile
-// (train/time_split.hpp), and how wiola-train finds its drain without a
+// (pipeline/time_split.hpp), and how wiola-train finds its drain without a
 // common clock (align_drains).
 #include <gtest/gtest.h>
 
-#include "train/time_split.hpp"
+#include "pipeline/time_split.hpp"
 
 namespace wiola {
 namespace {

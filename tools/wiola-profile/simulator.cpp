@@ -325,7 +325,7 @@ SimResult simulate(const SimInput& in) {
     record(st, EventKind::OptimizerStep, -1, rg_end[std::size_t(r)], t[std::size_t(r)], 0);
     // Everything from the end of the sends to the end of the step is optimizer time.
     st.rec.times.optimizer = t[std::size_t(r)] - st.clock;
-    st.rec.times.total = t[std::size_t(r)] - rank_cost[std::size_t(st.stage)].other_s;
+    st.rec.times.step = t[std::size_t(r)] - rank_cost[std::size_t(st.stage)].other_s;
     st.rec.window_s = t[std::size_t(r)];
     st.rec.step_ends = {st.rec.window_s};
     res.step_s = std::max(res.step_s, st.rec.window_s);
