@@ -17,6 +17,9 @@ struct DeviceBackendProvider {
   std::function<int()> device_count;                  // usable devices; 0 when none
   std::function<std::string()> unavailable_reason;    // why device_count() is 0
   std::function<std::unique_ptr<Backend>(int index)> make;
+  // The device's physical identity ("GPU-<uuid>"), the same whatever
+  // CUDA_VISIBLE_DEVICES calls it: how ranks see that they would share one.
+  std::function<std::string(int index)> device_id;
 };
 
 void register_device_backend(DeviceBackendProvider provider);

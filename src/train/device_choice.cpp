@@ -7,7 +7,8 @@
 
 namespace wiola {
 
-ChosenBackend choose_backend(DeviceChoice device, DType dtype, bool dtype_explicit) {
+ChosenBackend choose_backend(DeviceChoice device, DType dtype, bool dtype_explicit,
+                             int cuda_index) {
   const DeviceBackendProvider* cuda = device_backend(Device::CUDA);
   const int visible = cuda ? cuda->device_count() : 0;
   std::string why_cpu;
@@ -35,7 +36,7 @@ ChosenBackend choose_backend(DeviceChoice device, DType dtype, bool dtype_explic
     c.dtype = dtype_explicit ? dtype : DType::BF16;
     require(c.dtype == DType::BF16 || c.dtype == DType::F32, "--dtype ", dtype_name(c.dtype),
             ": CUDA computes in bf16 or fp32");
-    const int index = process_identity().local_rank % visible;
+    const int index = cuda_index >= 0 ? cuda_index % visible : process_identity().local_rank % visible;
     c.backend = cuda->make(index);
     c.description = c.backend->name() + " of " + std::to_string(visible) + " visible, local rank " +
                     std::to_string(process_identity().local_rank);

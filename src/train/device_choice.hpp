@@ -1,8 +1,8 @@
 #pragma once
 // Which backend a rank trains on (--device) and in which dtype (--dtype).
 // CUDA comes from the provider the program registered (backend_registry.hpp);
-// each rank takes device (local rank mod visible devices), so one rank per
-// GPU is the natural launch.
+// the trainer says which device each rank takes (train/device_plan.hpp); the
+// other tools take (local rank mod visible devices).
 #include <memory>
 #include <string>
 
@@ -20,6 +20,9 @@ struct ChosenBackend {
 // Throws wiola::Error naming the option and the reason when the choice cannot
 // be honoured (--device cuda without CUDA in this build or without a device;
 // a dtype the device does not compute in).
-ChosenBackend choose_backend(DeviceChoice device, DType dtype, bool dtype_explicit);
+// CUDA takes device `cuda_index` among the visible ones (train/device_plan.hpp);
+// -1: the local rank's, modulo their count.
+ChosenBackend choose_backend(DeviceChoice device, DType dtype, bool dtype_explicit,
+                             int cuda_index = -1);
 
 }  // namespace wiola

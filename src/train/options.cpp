@@ -315,6 +315,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   add_model_options(model);
   model.add_options()
       ("device", po::value(&device_text)->default_value("auto"), "where to train: auto (cuda when built and a device is visible, else cpu) | cpu | cuda")
+      ("allow-shared-device", po::bool_switch(&o.allow_shared_device), "let ranks of one host share a GPU when there are more ranks than visible GPUs (refused otherwise)")
       ("dtype", po::value(&dtype_text)->default_value("auto"), "compute type: auto (bf16 on cuda, fp32 on cpu) | bf16 | fp32 (both devices) | fp64 (cpu)")
       ("seed", po::value(&o.seed)->default_value(1234), "seed of the initialisation and the sample order");
 

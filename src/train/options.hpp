@@ -49,6 +49,7 @@ struct TrainOptions {
   ModelConfig model;
   bool vocab_explicit = false;  // --vocab given: else the dataset's vocabulary is adopted
   DeviceChoice device = DeviceChoice::Auto;
+  bool allow_shared_device = false;  // ranks of one host may share a GPU (train/device_plan.hpp)
   // Compute dtype: fp32 | fp64 on the CPU, bf16 | fp32 on CUDA. When not given
   // (--dtype auto) the trainer takes bf16 on CUDA and fp32 on the CPU.
   DType dtype = DType::F32;

@@ -7,16 +7,19 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <iomanip>
 #include <optional>
 #include <ostream>
 #include <sstream>
 
+#include "backend/backend_registry.hpp"
 #include "backend/cpu_threads.hpp"
 #include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
 #include "comm/device_groups.hpp"
+#include "comm/node_placement.hpp"
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
 #include "core/process_identity.hpp"
@@ -38,6 +41,7 @@
 #include "train/checkpoint.hpp"
 #include "train/data_summary.hpp"
 #include "train/device_choice.hpp"
+#include "train/device_plan.hpp"
 #include "train/evaluation.hpp"
 #include "train/memory_plan.hpp"
 #include "train/sample_text.hpp"
@@ -160,6 +164,25 @@ class Trainer {
 // agree on the outcome before any collective, so bad input ends the job
 // cleanly on every rank instead of leaving some waiting.
 void Trainer::resolve_configuration() {
+  // Which device each rank takes, from every rank's host name (collectives
+  // first: they cannot fail, so every rank reaches them).
+  const DeviceBackendProvider* cuda = device_backend(Device::CUDA);
+  const int cuda_count = opts_.device != DeviceChoice::CPU && cuda ? cuda->device_count() : 0;
+  const comm::NodePlace place =
+      comm::place_on_node(comm::gather_strings(world_, host_), world_.rank());
+  const DeviceSlot slot =
+      device_slot(world_.rank(), host_, place,
+                  visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"), cuda_count),
+                  cuda_count > 0 && cuda->device_id ? cuda->device_id : nullptr);
+  std::vector<DeviceSlot> slots;
+  for (const std::string& s : comm::gather_strings(world_, slot.encode()))
+    slots.push_back(DeviceSlot::decode(s));
+  comm::agree(world_, [&] {
+    check_slurm_local_id(slot, world_.size(), std::getenv("SLURM_PROCID"),
+                         std::getenv("SLURM_NTASKS"), std::getenv("SLURM_LOCALID"));
+    if (opts_.device == DeviceChoice::CUDA || cuda_count > 0)
+      check_device_sharing(slots, opts_.allow_shared_device);
+  }, "another rank refused its device (see its message)");
   comm::agree(world_, [&] {
     grid_ = comm::ProcessGrid::make(world_.size(), opts_.pp, opts_.dp, world_.rank());
     set_cpu_threads(opts_.threads);
@@ -195,7 +218,8 @@ void Trainer::resolve_configuration() {
       sampler_ = std::make_unique<TrainingSampler>(
           opts_.model, opts_.train_files.front(),
           opts_.sample_prompt.empty() ? kDefaultSamplePrompt : opts_.sample_prompt);
-    ChosenBackend chosen = choose_backend(opts_.device, opts_.dtype, opts_.dtype_explicit);
+    ChosenBackend chosen =
+        choose_backend(opts_.device, opts_.dtype, opts_.dtype_explicit, slot.index);
     backend_ = std::move(chosen.backend);
     opts_.dtype = chosen.dtype;
     device_description_ = chosen.description;
@@ -216,6 +240,12 @@ void Trainer::resolve_configuration() {
             " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
             "or a higher --zero");
   }, "another rank refused the configuration (see its message)");
+  if (rank0_) {
+    const bool on_cpu = backend_->device() == Device::CPU;
+    for (const DeviceSlot& s : slots)
+      log_ << s.describe() << (on_cpu && s.index >= 0 ? " -- not used: this run is on the CPU" : "")
+           << "\n";
+  }
   check_outputs();
 }
 

@@ -29,6 +29,7 @@ DeviceProperties device_properties(int index) {
   p.memory_bytes = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
                    static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
   p.multiprocessors = 1;
+  p.uuid = "GPU-emulated-0";
   return p;
 }
 

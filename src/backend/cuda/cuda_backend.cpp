@@ -280,7 +280,8 @@ void register_backend() {
                            [] { return no_device_reason(); },
                            [](int index) -> std::unique_ptr<Backend> {
                              return std::make_unique<CudaBackend>(index);
-                           }});
+                           },
+                           [](int index) { return device_properties(index).uuid; }});
 }
 
 }  // namespace wiola::cuda

@@ -16,6 +16,7 @@ struct DeviceProperties {
   int major = 0, minor = 0;  // compute capability
   std::size_t memory_bytes = 0;
   int multiprocessors = 0;
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi -L prints it
 };
 
 // Devices this process can use; 0 without a device or driver (never throws).

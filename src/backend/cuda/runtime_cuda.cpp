@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdio>
 
 #include "backend/cuda/runtime.hpp"
 #include "core/error.hpp"
@@ -61,6 +62,13 @@ DeviceProperties device_properties(int index) {
   out.minor = p.minor;
   out.memory_bytes = p.totalGlobalMem;
   out.multiprocessors = p.multiProcessorCount;
+  char uuid[48];
+  const auto* b = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+  std::snprintf(uuid, sizeof uuid,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  out.uuid = uuid;
   return out;
 }
 

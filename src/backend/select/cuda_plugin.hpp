@@ -16,7 +16,7 @@
 namespace wiola {
 
 // Bumped whenever this struct or the meaning of a member changes.
-inline constexpr int kCudaPluginAbi = 1;
+inline constexpr int kCudaPluginAbi = 2;
 inline constexpr const char* kCudaPluginFile = "libwiola_cuda.so";
 inline constexpr const char* kCudaPluginEntry = "wiola_cuda_plugin_entry";
 

@@ -20,7 +20,8 @@ extern "C" __attribute__((visibility("default"))) void wiola_cuda_plugin_entry(
                   [] { return cuda::no_device_reason(); },
                   [](int index) -> std::unique_ptr<Backend> {
                     return std::make_unique<cuda::CudaBackend>(index);
-                  }};
+                  },
+                  [](int index) { return cuda::device_properties(index).uuid; }};
 #if defined(WIOLA_WITH_NCCL)
   out->device_groups = [](comm::Communicator& world, const comm::ProcessGrid& grid,
                           void* compute_stream, std::ostream* log) {

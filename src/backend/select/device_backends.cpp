@@ -113,7 +113,8 @@ void register_device_backends() {
        [](int index) -> std::unique_ptr<Backend> {
          require(plugin().error.empty(), "--device cuda: ", plugin().error);
          return plugin().exports.backend.make(index);
-       }});
+       },
+       [](int index) { return plugin().exports.backend.device_id(index); }});
 #endif
 }
 
