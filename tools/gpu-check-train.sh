@@ -47,7 +47,9 @@ done
 device=${WIOLA_CHECK_DEVICE:-cuda}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-common=(--config "$config" --steps "$steps" --log-interval 1 --eval-interval 0 --comm-timeout 60)
+# --allow-shared-device: on one GPU the 2 and 4 ranks share it.
+common=(--config "$config" --steps "$steps" --log-interval 1 --eval-interval 0 --comm-timeout 60
+        --allow-shared-device)
 [ -n "$data" ] && common+=(--train-data "$data/fortunes-train.h5" --val-data "$data/fortunes-val.h5")
 
 run() {  # name device dtype np extra-args...

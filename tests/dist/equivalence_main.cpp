@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     else if (k == "--micro-batch") o.micro_batch = std::stoi(v);
     else if (k == "--device") {
       o.device = v == "cuda" ? DeviceChoice::CUDA : DeviceChoice::CPU;
+      o.allow_shared_device = true;  // every rank on the one (emulated) device
       o.dtype = DType::F32;
       o.dtype_explicit = true;
     }
