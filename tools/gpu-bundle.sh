@@ -64,7 +64,6 @@ for f in fortunes-train.h5 fortunes-val.h5 fortunes.bpe; do
   [ -f "$build/data/$f" ] || die "$build/data has no $f (the embedded dataset: build wiola_embedded_data)"
 done
 orterun=$(readlink -f "$(command -v mpirun)") || die "no mpirun on this machine (OpenMPI)"
-ompi_libdir=$(ompi_info --path libdir --parsable | sed -n 's/^path:libdir://p')
 ompi_pkglib=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 ompi_data=$(ompi_info --path pkgdatadir --parsable | sed -n 's/^path:pkgdatadir://p')
 ompi_etc=$(ompi_info --path sysconfdir --parsable | sed -n 's/^path:sysconfdir://p')
@@ -97,8 +96,8 @@ cp -r "$ompi_data"/. "$b/share/openmpi/"
 cp -r "$pmix_home"/share/pmix/. "$b/share/pmix/"
 cp "$ompi_etc"/openmpi-mca-params.conf "$b/etc/"
 
-# Every library these load, by ldd, but the C library's own and the CUDA ones
-# that the GPU machine provides.
+# Every library these load, by ldd (which lists the whole closure), but the C
+# library's own and the CUDA ones that the GPU machine provides.
 system_lib() {
   case $1 in
     linux-vdso.so.*|ld-linux*|libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libresolv.so.*|libutil.so.*) return 0 ;;
@@ -106,7 +105,7 @@ system_lib() {
   esac
   return 1
 }
-collect() {  # FILE...: copy what they need into lib/, repeating until nothing new
+collect() {  # FILE...: copy what they need into lib/
   local f name path
   for f in "$@"; do
     while read -r name path; do
@@ -114,13 +113,10 @@ collect() {  # FILE...: copy what they need into lib/, repeating until nothing n
       [ -e "$b/lib/$name" ] && continue
       [ -n "$path" ] && [ -f "$path" ] || die "$(basename "$f") needs $name, which this machine does not have"
       cp -L "$path" "$b/lib/$name"
-      collect "$b/lib/$name"
     done < <(ldd "$f" | awk '/=>/ {print $1, ($3 == "not" ? "" : $3)}')
   done
 }
 collect "$b"/bin/* "$b"/lib/openmpi/*.so "$b"/lib/pmix/*.so
-# libmpi's own libraries by soname (the components find them through it).
-for f in "$ompi_libdir"/libmca_common_*.so.*[0-9]; do [ -f "$f" ] && cp -n "$f" "$b/lib/"; done
 
 # Each file finds its libraries in the bundle, wherever it is unpacked.
 for f in "$b"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done

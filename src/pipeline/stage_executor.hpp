@@ -21,7 +21,6 @@ namespace wiola {
 using pipeline::Action;
 using pipeline::ActionKind;
 
-
 class StageExecutor {
  public:
   // One run of an action list.

@@ -84,8 +84,8 @@ void check_device_sharing(std::span<const DeviceSlot> slots, bool allow_shared) 
     const auto [it, fresh] = first.try_emplace({s.host, s.id}, s.rank);
     if (fresh) continue;
     fail("ranks ", it->second, " and ", s.rank, " on host ", s.host, " would share device ",
-         s.device, s.id != s.device ? " (" + s.id + ")" : std::string(), ": ", s.local_size, " ranks run there and each sees ", s.visible,
-         " device", s.visible == 1 ? "" : "s",
+         s.device, s.id != s.device ? " (" + s.id + ")" : std::string(), ": ", s.local_size,
+         " ranks run there and each sees ", s.visible, " device", s.visible == 1 ? "" : "s",
          " (CUDA_VISIBLE_DEVICES); launch at most one rank per GPU (srun --gpus-per-task=1, "
          "or as many tasks per node as GPUs), or pass --allow-shared-device to share them");
   }

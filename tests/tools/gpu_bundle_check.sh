@@ -105,7 +105,7 @@ mkdir -p "$work/host/wiola-gpu"
 ln -sfn "$src/jobs/configs" "$work/host/wiola-gpu/configs"
 ln -sfn "$build/data" "$work/host/wiola-gpu/data"
 # shellcheck disable=SC2086  # the arguments are words
-(cd "$work/host" && mpirun --oversubscribe -n 4 "$(find "$build/tools" -name wiola-train -type f | head -n 1)" $train_args) \
+(cd "$work/host" && mpirun --oversubscribe -n 4 "$build/tools/wiola-train/wiola-train" $train_args) \
   >"$work/host.log" 2>&1 || { tail -n 30 "$work/host.log"; fail "the same run on this machine failed"; }
 losses() { sed -n 's/^step *\([0-9]*\)\/.*| loss \([0-9.]*\) .*/\1 \2/p' "$1"; }
 losses "$work/train.log" >"$work/train.losses"
