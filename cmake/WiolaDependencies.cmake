@@ -4,8 +4,10 @@ find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Boost REQUIRED COMPONENTS program_options)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
-# CRC-32 of checkpoint files (zlib1g-dev).
+# CRC-32 of checkpoint files and gzip-compressed text inputs (zlib1g-dev);
+# zstd-compressed text inputs (libzstd-dev).
 find_package(ZLIB REQUIRED)
+find_package(zstd REQUIRED CONFIG)
 # The data tools: NFC normalisation and character classes for the BPE tokenizer
 # (libicu-dev), and JSON-lines input (nlohmann-json3-dev, header-only).
 find_package(ICU REQUIRED COMPONENTS uc data)

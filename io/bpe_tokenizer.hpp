@@ -47,6 +47,7 @@ class BpeTokenizer final : public Tokenizer {
   // Throws on ill-formed UTF-8, naming the byte offset.
   std::vector<std::int32_t> encode(std::string_view text) const override;
   std::string decode(std::span<const std::int32_t> ids) const override;
+  bool encodes_in_parts() const override { return true; }
   std::string model_text() const override { return serialize(); }
 
   // Appends the ids of one piece (no normalisation, no splitting).

@@ -16,6 +16,7 @@ class ByteTokenizer final : public Tokenizer {
   int vocab_size() const override { return kVocab; }
   std::int32_t eod_id() const override { return kEod; }
   std::vector<std::int32_t> encode(std::string_view text) const override;
+  bool encodes_in_parts() const override { return true; }
   std::string decode(std::span<const std::int32_t> ids) const override;
 };
 

@@ -1,7 +1,9 @@
 #pragma once
 // Runs work over the documents of a DocumentReader on several threads and
 // hands the results back in input order: a reader thread cuts the input into
-// batches of about `batch_bytes`, `threads` workers process whole batches,
+// batches of about `batch_bytes` (text plus each document's own size, so a
+// run of empty lines does not make a batch of millions of documents),
+// `threads` workers process whole batches,
 // and the calling thread consumes each batch's result in order, so the output
 // does not depend on the thread count. At most 2 * threads + 2 batches are in
 // flight. An exception anywhere stops every thread and is rethrown here.
@@ -46,7 +48,7 @@ void run_document_pipeline(DocumentReader& reader, int threads, std::size_t batc
         std::size_t bytes = 0;
         RawDocument doc;
         while (bytes < batch_bytes && reader.next(doc)) {
-          bytes += doc.text.size() + 1;
+          bytes += doc.text.size() + sizeof(RawDocument);
           batch.push_back(std::move(doc));
         }
         if (batch.empty()) break;

@@ -193,7 +193,11 @@ std::int64_t numel(const Shape& s) {
 
 File File::create(const std::string& path) {
   auto lock = lib_lock();
-  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  // No creation and modification times in object headers: the same content
+  // makes the same bytes (reproducible token shards and checkpoints).
+  Id fcpl = plist(H5Pcreate(H5P_FILE_CREATE));
+  H5Pset_obj_track_times(fcpl.get(), 0);
+  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT);
   require(id >= 0, path, ": cannot create the file (does its directory exist and is it writable?)");
   return File(path, id);
 }
@@ -284,7 +288,9 @@ void File::create_group(const std::string& name) {
           ": another object has that name");
   Id lcpl = plist(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(lcpl.get(), 1);
-  Id g(H5Gcreate2(id_, name.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  Id gcpl = plist(H5Pcreate(H5P_GROUP_CREATE));
+  H5Pset_obj_track_times(gcpl.get(), 0);
+  Id g(H5Gcreate2(id_, name.c_str(), lcpl.get(), gcpl.get(), H5P_DEFAULT), H5Gclose);
   require(g.ok(), path_, ": cannot create group ", quoted(name));
 }
 
@@ -308,7 +314,9 @@ void File::write_raw(const std::string& name, const Shape& shape, Type mem, cons
                                                  nullptr));
   Id lcpl = plist(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(lcpl.get(), 1);
-  Id ds(H5Dcreate2(id_, name.c_str(), disk_type(file_type), sp.get(), lcpl.get(), H5P_DEFAULT,
+  Id dcpl = plist(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_obj_track_times(dcpl.get(), 0);
+  Id ds(H5Dcreate2(id_, name.c_str(), disk_type(file_type), sp.get(), lcpl.get(), dcpl.get(),
                    H5P_DEFAULT),
         H5Dclose);
   require(sp.ok() && ds.ok(), path_, ": cannot create dataset ", quoted(name));
@@ -326,6 +334,7 @@ Dataset File::create_extendible(const std::string& name, Type file_type, std::in
   Id sp = space(H5Screate_simple(1, &dims, &maxdims));
   Id dcpl = plist(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_chunk(dcpl.get(), 1, &chunk_dims);
+  H5Pset_obj_track_times(dcpl.get(), 0);
   Id lcpl = plist(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(lcpl.get(), 1);
   const hid_t ds = H5Dcreate2(id_, name.c_str(), disk_type(file_type), sp.get(), lcpl.get(),

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "io/utf8.hpp"
@@ -26,7 +25,8 @@ TextSplit parse_text_split(const std::string& s) {
 }
 
 TextFormat guess_text_format(const std::string& path) {
-  const std::string ext = std::filesystem::path(path).extension().string();
+  const std::string ext =
+      std::filesystem::path(without_compression_extension(path)).extension().string();
   return ext == ".jsonl" || ext == ".json" || ext == ".ndjson" ? TextFormat::JsonLines
                                                                : TextFormat::Text;
 }
@@ -57,78 +57,130 @@ DocumentReader::DocumentReader(std::vector<std::string> files, TextInputOptions 
 
 bool DocumentReader::open_next_file() {
   if (current_ >= files_.size()) return false;
-  in_ = std::ifstream(files_[current_], std::ios::binary);
-  require(in_.good(), files_[current_], ": cannot read the file");
-  line_no_ = 0;
-  open_ = true;
+  in_ = std::make_unique<TextStream>(files_[current_]);
+  file_text_bytes_ = 0;
   return true;
 }
 
+void DocumentReader::close_file() {
+  std::error_code ec;
+  closed_bytes_ += static_cast<std::int64_t>(std::filesystem::file_size(files_[current_], ec));
+  in_.reset();
+  ++current_;
+}
+
+std::int64_t DocumentReader::input_read() const {
+  return closed_bytes_ + (in_ ? in_->file_bytes_read() : 0);
+}
+
 bool DocumentReader::read_line(std::string& line) {
-  line.clear();
-  if (!std::getline(in_, line)) {
-    require(in_.eof(), files_[current_], ": reading failed after line ", line_no_);
-    return false;
-  }
-  saw_newline_ = !in_.eof();
-  ++line_no_;
+  if (!in_->getline(line)) return false;
+  saw_newline_ = in_->last_had_newline();
   return true;
 }
 
 bool DocumentReader::next(RawDocument& doc) {
   doc = RawDocument{};
   while (true) {
-    if (!open_ && !open_next_file()) return false;
+    if (!in_ && !open_next_file()) return false;
     doc.file = current_;
-    const bool whole_file = options_.format == TextFormat::Text && options_.split == TextSplit::File;
-    if (whole_file) {
-      std::ostringstream os;
-      os << in_.rdbuf();
-      require(!in_.bad(), files_[current_], ": reading failed");
-      doc.text = os.str();
-      doc.line = 1;
-      doc.source_bytes = static_cast<std::int64_t>(doc.text.size());
-      if (!doc.text.empty() && doc.text.back() == '\n') doc.text.pop_back();
-      open_ = false;
-      ++current_;
+    const bool per_line =
+        options_.format == TextFormat::JsonLines || options_.split == TextSplit::Line;
+    const bool sampled_enough =
+        options_.bytes_per_file > 0 && file_text_bytes_ >= options_.bytes_per_file;
+    if (!sampled_enough && (per_line ? next_line_document(doc) : next_gathered(doc))) {
+      doc.input_read = input_read();
+      file_text_bytes_ += doc.source_bytes;
       return true;
     }
-    std::string line;
-    bool have = false;
-    while (read_line(line)) {
-      const std::int64_t bytes = static_cast<std::int64_t>(line.size()) + (saw_newline_ ? 1 : 0);
-      if (options_.format == TextFormat::JsonLines || options_.split == TextSplit::Line) {
-        const bool blank = line.find_first_not_of(" \t\r") == std::string::npos;
-        if (options_.format == TextFormat::JsonLines && blank) {
-          doc.source_bytes += bytes;  // blank lines between JSON objects are fine
-          continue;
-        }
-        doc.text = std::move(line);
-        doc.line = line_no_;
-        doc.source_bytes += bytes;
+    pending_ = false;
+    started_file_ = false;
+    close_file();
+  }
+}
+
+bool DocumentReader::next_line_document(RawDocument& doc) {
+  std::string line;
+  while (read_line(line)) {
+    const std::int64_t bytes = static_cast<std::int64_t>(line.size()) + (saw_newline_ ? 1 : 0);
+    doc.source_bytes += bytes;
+    if (options_.format == TextFormat::JsonLines &&
+        line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;  // blank lines between JSON objects are fine
+    doc.text = std::move(line);
+    doc.line = in_->line_number();
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+bool starts_with_ascii_alnum(const std::string& line) {
+  if (line.empty()) return false;
+  const auto c = static_cast<unsigned char>(line[0]);
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+}  // namespace
+
+// Gathers lines up to a boundary (a blank line, the separator, or the end of
+// the file for --split file), or up to a cut between parts.
+bool DocumentReader::next_gathered(RawDocument& doc) {
+  const bool whole_file = options_.split == TextSplit::File;
+  bool have = false;
+  const auto take = [&](const std::string& line, std::int64_t line_no, bool newline) {
+    if (!have) doc.line = line_no;
+    have = true;
+    doc.text += line;
+    if (newline) doc.text += '\n';
+  };
+  if (pending_) {  // the line that starts this part of a long document
+    pending_ = false;
+    doc.continuation = true;
+    take(pending_line_, pending_line_no_, pending_newline_);
+    doc.source_bytes += pending_bytes_;
+  }
+  std::string line;
+  bool any_line = have;
+  while (read_line(line)) {
+    any_line = true;
+    const std::int64_t bytes = static_cast<std::int64_t>(line.size()) + (saw_newline_ ? 1 : 0);
+    doc.source_bytes += bytes;
+    const bool boundary = whole_file ? false
+                          : options_.split == TextSplit::Paragraph
+                              ? line.find_first_not_of(" \t\r\f\v") == std::string::npos
+                              : line == options_.separator;
+    if (boundary) {
+      if (have) {
+        if (doc.text.back() == '\n') doc.text.pop_back();
         return true;
       }
-      // Paragraph or separator: gather lines up to the boundary.
-      const bool boundary = options_.split == TextSplit::Paragraph
-                                ? line.find_first_not_of(" \t\r\f\v") == std::string::npos
-                                : line == options_.separator;
-      doc.source_bytes += bytes;
-      if (boundary) {
-        if (have) break;
-        continue;  // boundaries before the first line of a document
-      }
-      if (!have) doc.line = line_no_;
-      have = true;
-      doc.text += line;
-      if (saw_newline_) doc.text += '\n';
+      continue;  // boundaries before the first line of a document
     }
-    if (have) {
-      if (!doc.text.empty() && doc.text.back() == '\n') doc.text.pop_back();
+    if (options_.part_bytes > 0 && doc.text.size() >= options_.part_bytes &&
+        starts_with_ascii_alnum(line)) {
+      pending_ = true;
+      pending_line_ = std::move(line);
+      pending_line_no_ = in_->line_number();
+      pending_newline_ = saw_newline_;
+      doc.continues = true;
+      doc.source_bytes -= bytes;  // counted with the part it starts
+      pending_bytes_ = bytes;
       return true;
     }
-    open_ = false;
-    ++current_;
+    take(line, in_->line_number(), saw_newline_);
   }
+  // The end of the file ends the document. A whole file is one document even
+  // when it is empty (it is counted as skipped).
+  if (have || (whole_file && !any_line && !started_file_)) {
+    if (!doc.text.empty() && doc.text.back() == '\n') doc.text.pop_back();
+    if (!have) doc.line = 1;
+    started_file_ = true;
+    return true;
+  }
+  started_file_ = false;
+  return false;
 }
 
 namespace {

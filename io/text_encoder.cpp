@@ -42,6 +42,8 @@ struct EncodedDoc {
   std::string problem;
   std::vector<std::int32_t> ids;
   std::int64_t source_bytes = 0;
+  std::int64_t input_read = 0;
+  bool continues = false;  // a part of a long document: more follows
 };
 
 // The shards written so far, renamed from ".part" only when all succeeded.
@@ -56,11 +58,17 @@ class ShardSet {
     for (const auto& p : parts_) fs::remove(p, ec);
   }
 
-  void add(const std::vector<std::int32_t>& ids) {
+  // A part of a document; the document ends with end_document().
+  void append(const std::vector<std::int32_t>& ids) {
     if (!writer_) open();
-    writer_->add_document(ids);
+    writer_->append_tokens(ids);
+  }
+  void end_document() {
+    if (!writer_) open();
+    writer_->end_document();
     if (shard_tokens_ > 0 && writer_->n_tokens() >= shard_tokens_) close();
   }
+  bool in_document() const { return writer_ && writer_->in_document(); }
 
   std::vector<std::string> commit() {
     if (writer_) close();
@@ -116,6 +124,8 @@ EncodeReport encode_text(DocumentReader& reader, const Tokenizer& tokenizer,
         std::vector<EncodedDoc> res(batch.size());
         for (std::size_t i = 0; i < batch.size(); ++i) {
           res[i].source_bytes = batch[i].source_bytes;
+          res[i].input_read = batch[i].input_read;
+          res[i].continues = batch[i].continues;
           Document d = parse_document(std::move(batch[i]), reader);
           res[i].status = d.status;
           res[i].problem = std::move(d.problem);
@@ -123,23 +133,35 @@ EncodeReport encode_text(DocumentReader& reader, const Tokenizer& tokenizer,
         }
         return res;
       };
+  std::int64_t input_read = 0;
+  // The parts of a long document are appended one by one; its last part (the
+  // only part of most documents) ends it.
+  const auto end_document = [&] {
+    shards.end_document();
+    ++report.documents;
+    ++report.tokens;
+  };
   const std::function<void(std::vector<EncodedDoc>&&)> consume =
       [&](std::vector<EncodedDoc>&& docs) {
         for (auto& d : docs) {
           report.bytes += d.source_bytes;
+          input_read = d.input_read;
           if (d.status != DocStatus::Ok) {
             const auto k = static_cast<std::size_t>(d.status);
             if (d.status != DocStatus::Empty && !options.skip_invalid)
               fail(d.problem, " (--skip-invalid skips such documents and counts them)");
             if (report.skipped[k]++ == 0) report.first_problem[k] = d.problem;
+            // A bad part of a long document: what came before it is kept as
+            // one document, what follows it starts another.
+            if (shards.in_document()) end_document();
             continue;
           }
-          shards.add(d.ids);
-          ++report.documents;
-          report.tokens += static_cast<std::int64_t>(d.ids.size()) + 1;
+          shards.append(d.ids);
+          report.tokens += static_cast<std::int64_t>(d.ids.size());
+          if (!d.continues) end_document();
         }
-        progress.update(report.bytes, std::to_string(report.documents) + " docs, " +
-                                          std::to_string(report.tokens) + " tokens");
+        progress.update(input_read, std::to_string(report.documents) + " docs, " +
+                                        std::to_string(report.tokens) + " tokens");
       };
   run_document_pipeline<std::vector<EncodedDoc>>(reader, threads, options.batch_bytes, work,
                                                   consume);
@@ -155,7 +177,7 @@ EncodeReport encode_text(DocumentReader& reader, const Tokenizer& tokenizer,
   }
   report.outputs = shards.commit();
   report.seconds = progress.seconds();
-  progress.finish(report.bytes, std::to_string(report.documents) + " docs, " +
+  progress.finish(reader.total_bytes(), std::to_string(report.documents) + " docs, " +
                                     std::to_string(report.tokens) + " tokens");
   return report;
 }

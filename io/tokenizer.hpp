@@ -27,6 +27,10 @@ class Tokenizer {
   // The tokenizer's own file contents when it is data (BPE): token files embed
   // it so they decode without the tokenizer file. Empty for built-in ones.
   virtual std::string model_text() const { return {}; }
+  // True when a text cut after a newline and before an ASCII letter or digit
+  // encodes, part by part, to the ids of the whole (text_documents.hpp). Long
+  // documents are then encoded in parts instead of held whole.
+  virtual bool encodes_in_parts() const { return false; }
 };
 
 // A built-in tokenizer by the name a token file's `tokenizer` attribute holds

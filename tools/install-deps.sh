@@ -13,7 +13,8 @@ packages=(
   libopenblas-openmp-dev                 # CPU GEMM (OpenMP build: one thread pool with ours)
   libicu-dev                             # NFC normalisation and character classes (BPE tokenizer)
   nlohmann-json3-dev                     # JSON-lines input of wiola-data encode
-  zlib1g-dev                             # CRC-32 of checkpoint files
+  zlib1g-dev                             # CRC-32 of checkpoint files, .gz text inputs
+  libzstd-dev                            # .zst text inputs
   fortunes                               # text of the embedded default dataset
   python3-matplotlib                     # tools/wiola-plot and wiola-profile's timeline picture
   python3-torch                          # the Hugging Face export test (tools/hf/modeling_wiola.py)

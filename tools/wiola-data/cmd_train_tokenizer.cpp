@@ -1,5 +1,6 @@
 // wiola-data train-tokenizer: byte-level BPE trained on text or JSON lines.
 #include <array>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 
@@ -15,7 +16,7 @@ namespace wiola::data {
 namespace {
 
 struct BatchResult {
-  std::int64_t bytes = 0, documents = 0;
+  std::int64_t bytes = 0, documents = 0, input_read = 0;
   std::vector<std::pair<DocStatus, std::string>> problems;
 };
 
@@ -39,17 +40,24 @@ int train_tokenizer(const Args& args) {
   std::string out;
   int vocab = 32000;
   std::int64_t min_frequency = 2;
+  double sample_mb = 0;
   po::options_description opts("train-tokenizer options");
   opts.add_options()("help,h", "show this help")
       ("out", po::value(&out)->required(), "the tokenizer file to write")
       ("vocab", po::value(&vocab)->default_value(32000), "vocabulary size: 256 bytes + 4 special tokens + merges")
-      ("min-frequency", po::value(&min_frequency)->default_value(2), "stop merging when the best pair is rarer");
+      ("min-frequency", po::value(&min_frequency)->default_value(2), "stop merging when the best pair is rarer")
+      ("sample-mb", po::value(&sample_mb)->default_value(0), "train on about this many MB of text, an equal share from the start of every input file (0: all of it)");
   text.add_to(opts);
   po::positional_options_description pos;
   pos.add("input", -1);
   po::variables_map vm;
   if (!parse("train-tokenizer", opts, pos, args, vm)) return 0;
-  DocumentReader reader(text.inputs, text.resolve());
+  require(sample_mb >= 0, "--sample-mb must be >= 0");
+  TextInputOptions in = text.resolve();
+  in.part_bytes = kDocumentPartBytes;  // the BPE pre-tokenizer counts the same pieces in parts
+  in.bytes_per_file = static_cast<std::int64_t>(std::ceil(
+      sample_mb * 1024 * 1024 / static_cast<double>(text.inputs.size())));
+  DocumentReader reader(text.inputs, in);
   require(vocab >= BpeTokenizer::kFirstMerge, "--vocab ", vocab, " is below ",
           BpeTokenizer::kFirstMerge, " (256 bytes and 4 special tokens)");
   require(min_frequency >= 1, "--min-frequency must be at least 1");
@@ -64,10 +72,12 @@ int train_tokenizer(const Args& args) {
         BatchResult r;
         for (auto& raw : batch) {
           r.bytes += raw.source_bytes;
+          r.input_read = raw.input_read;
+          const bool first_part = !raw.continuation;
           Document d = parse_document(std::move(raw), reader);
           if (d.status == DocStatus::Ok) {
             counts[static_cast<std::size_t>(w)].add_document(d.text);
-            ++r.documents;
+            if (first_part) ++r.documents;
           } else {
             r.problems.emplace_back(d.status, std::move(d.problem));
           }
@@ -82,10 +92,10 @@ int train_tokenizer(const Args& args) {
     }
     bytes += r.bytes;
     documents += r.documents;
-    progress.update(bytes, std::to_string(documents) + " docs");
+    progress.update(r.input_read, std::to_string(documents) + " docs");
   };
   run_document_pipeline<BatchResult>(reader, threads, std::size_t{1} << 20, work, consume);
-  progress.finish(bytes, std::to_string(documents) + " docs");
+  progress.finish(reader.total_bytes(), std::to_string(documents) + " docs");
   const double count_seconds = progress.seconds();
   require(documents > 0, "train-tokenizer: no text to train on (the input holds no non-empty document)");
   for (std::size_t w = 1; w < counts.size(); ++w) counts[0].merge_from(std::move(counts[w]));
