@@ -78,8 +78,11 @@ class GzipSource final : public TextStream::Source {
       const char* msg = gzerror(gz_, &code);
       fail(path_, ": not a readable gzip stream (", msg, ")");
     }
-    // zlib reads a truncated stream to its end without an error of its own.
-    if (got == 0 && !gzeof(gz_)) fail(path_, ": the gzip stream stops early");
+    if (got == 0) {  // a stream cut short ends with Z_BUF_ERROR
+      int code = Z_OK;
+      gzerror(gz_, &code);
+      require(code == Z_OK, path_, ": the gzip stream stops early");
+    }
     return static_cast<std::size_t>(got);
   }
   std::int64_t file_pos() const override { return gzoffset(gz_); }
