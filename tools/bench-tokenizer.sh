@@ -7,16 +7,21 @@
 # "Data path").
 #
 #   tools/bench-tokenizer.sh [--text FILE] [--mb N] [--sample-mb S] [--vocab V] [--build DIR]
+#                            [--baseline DIR] [--split line|file]
 #     --text FILE    UTF-8 text to encode (default: Debian's documentation under
 #                    /usr/share/doc, plain and gzipped, repeated up to --mb)
 #     --mb N         megabytes of it to encode (default 100)
 #     --sample-mb S  the first S MB train both tokenizers (default 10)
 #     --vocab V      vocabulary size of both (default 8192)
 #     --build DIR    the build holding tools/wiola-data (default build-tests/)
-# Both read the text one line per sentence (wiola: --split line).
+#     --baseline DIR another build (e.g. of the commit before a change): its
+#                    encode runs too, with the same tokenizer, and is compared
+#     --split S      how wiola-data cuts documents (default line); `file`
+#                    reads the whole text as one document
+# SentencePiece reads the text one line per sentence.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-text="" mb=100 sample_mb=10 vocab=8192 build=$root/build-tests
+text="" mb=100 sample_mb=10 vocab=8192 build=$root/build-tests baseline="" split=line
 die() { echo "bench-tokenizer: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -25,12 +30,16 @@ while [ $# -gt 0 ]; do
     --sample-mb) sample_mb=${2:?--sample-mb needs a number}; shift 2 ;;
     --vocab) vocab=${2:?--vocab needs a number}; shift 2 ;;
     --build) build=${2:?--build needs a folder}; shift 2 ;;
+    --baseline) baseline=${2:?--baseline needs a folder}; shift 2 ;;
+    --split) split=${2:?--split needs line or file}; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
 data=$build/tools/wiola-data/wiola-data
 [ -x "$data" ] || die "no $data: build the project first (or pass --build)"
+base_data=${baseline:+$baseline/tools/wiola-data/wiola-data}
+[ -z "$base_data" ] || [ -x "$base_data" ] || die "no $base_data (--baseline)"
 command -v spm_train >/dev/null && command -v spm_encode >/dev/null ||
   die "SentencePiece's spm_train/spm_encode are missing (apt-get install sentencepiece)"
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install time)"
@@ -76,7 +85,7 @@ measure wiola-train "$data" train-tokenizer --out "$work/wiola.bpe" --vocab "$vo
 measure spm-train spm_train --input="$work/sample.txt" --model_prefix="$work/spm" --vocab_size="$vocab" \
   --model_type=bpe --num_threads=1 --byte_fallback=true --character_coverage=1.0 \
   --max_sentence_length=65536 --minloglevel=2
-measure wiola-encode "$data" encode --tokenizer "$work/wiola.bpe" --split line --threads 1 --quiet \
+measure wiola-encode "$data" encode --tokenizer "$work/wiola.bpe" --split "$split" --threads 1 --quiet \
   --out "$work/wiola.h5" "$text"
 measure spm-encode sh -c 'spm_encode --model="$1" --output_format=id <"$2" >"$3"' _ "$work/spm.model" \
   "$text" "$work/spm.ids"
@@ -102,3 +111,19 @@ awk -v b="$bytes" -v wt="$wt_s" -v st="$st_s" -v we="$we_s" -v se="$se_s" -v wtk
   printf "| tokens (without end-of-document ids) | %d | %d | |\n", wn, sn
   printf "| bytes per token | %.2f | %.2f | |\n", b / wn, b / sn
 }'
+if [ -n "$base_data" ]; then
+  measure base-encode "$base_data" encode --tokenizer "$work/wiola.bpe" --split "$split" --threads 1 \
+    --quiet --out "$work/base.h5" "$text"
+  read -r be_s be_kb <"$work/base-encode.time"
+  base_tokens=$(sed -n 's/^encoded [0-9]* documents, \([0-9]*\) tokens.*/\1/p' "$work/base-encode.out")
+  new_tokens=$(sed -n 's/^encoded [0-9]* documents, \([0-9]*\) tokens.*/\1/p' "$work/wiola-encode.out")
+  awk -v b="$bytes" -v we="$we_s" -v be="$be_s" -v wek="$we_kb" -v bek="$be_kb" -v split="$split" 'BEGIN {
+    mb = b / 1e6
+    printf "\nwiola-data encode --split %s, this build against --baseline, one run:\n", split
+    printf "| | this build | baseline | this / baseline |\n|---|---|---|---|\n"
+    printf "| encode throughput (MB/s) | %.1f | %.1f | %.2fx |\n", mb / we, mb / be, be / we
+    printf "| encode: peak RSS (MB) | %.0f | %.0f | %.2fx |\n", wek / 1024, bek / 1024, wek / bek
+  }'
+  [ "$base_tokens" = "$new_tokens" ] && echo "same token count: $new_tokens" ||
+    echo "token counts differ: $new_tokens here, $base_tokens in the baseline"
+fi

@@ -25,7 +25,12 @@
 #      the result loads and trains at that layout;
 #   4. a job whose allocation does not match its layout refuses to start;
 #   5. a rank killed with SIGKILL under srun: the survivors end themselves
-#      (status 72, not Slurm's KillWait SIGKILL), naming the dead rank.
+#      (status 72, not Slurm's KillWait SIGKILL), naming the dead rank;
+#   6. the data preparation job (a tokenizer trained on a sample, then the
+#      files encoded across the tasks): 3 tasks and 1 task write the same
+#      bytes, the manifest trains; a bad input fails its task naming file and
+#      line, leaves no manifest, and the job submitted again encodes only that
+#      task's share.
 # Exit 0: all passed. Exit 77 (CTest: skipped): Slurm cannot run here; the
 # reason is printed (with WIOLA_REQUIRE_ALL_TESTS=1, as in CI, that is exit 1:
 # failed). Anything else: failed.
@@ -310,4 +315,47 @@ grep -qE "cannot complete: rank 1 \(pid [0-9]+ on this host\) has died; ending e
 grep -qE "tasks? [0-9,-]+: Exited with exit code 72" "$work/log/killed.log" ||
   fail "the survivors did not end themselves (status 72): $(grep srun "$work/log/killed.log")"
 say "ok: rank 1 killed under srun; $(grep -m1 -o 'rank [0-9] (host [^)]*): .*has died' "$work/log/killed.log")"
+# ---- 6. data preparation ----------------------------------------------------------
+corpus=$work/corpus
+mkdir -p "$corpus"
+for f in "$root"/README.md "$root"/docs/*.md; do cp "$f" "$corpus/$(basename "$f")"; done
+gzip -9 "$corpus/architecture.md"   # read as a stream
+data_job() {  # data_job NAME TASKS [VAR=VALUE...]: runs prepare-data.sbatch, prints the job id
+  local name=$1 tasks=$2
+  shift 2
+  env "${common[@]}" INPUTS="$corpus/*.md $corpus/*.md.gz" DATA_OUT="$work/$name" VOCAB=300 SAMPLE_MB=1 \
+    SPLIT=paragraph "$@" sbatch --parsable "${cpu[@]}" --ntasks="$tasks" --ntasks-per-node="$tasks" \
+    --output="$work/out/$name-%j.out" "$root/jobs/prepare-data.sbatch"
+}
+d3=$(data_job data3 3) || fail "sbatch of the data job"
+wait_state "$d3" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the 3-task data job did not finish"
+[ "$(job_state "$d3")" = COMPLETED ] || fail "the 3-task data job ended $(job_state "$d3"): $(tail -n 5 "$work/out/data3-$d3.out")"
+d1=$(data_job data1 1) || fail "sbatch of the data job"
+wait_state "$d1" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the 1-task data job did not finish"
+[ "$(job_state "$d1")" = COMPLETED ] || fail "the 1-task data job ended $(job_state "$d1")"
+for t in 0 1 2; do
+  grep -q "^task $t of 3: " "$work/out/data3-$d3.out" || fail "task $t of 3 did not report its share"
+done
+diff -r "$work/data1" "$work/data3" >/dev/null || fail "3 tasks and 1 task wrote different files: $(diff -rq "$work/data1" "$work/data3" | head -n 3)"
+srun --ntasks=1 --mpi=pmix --chdir="$root" "$build/tools/wiola-train/wiola-train" \
+  --config "$root/jobs/configs/test-tiny.ini" --steps 4 \
+  --train-data "$work/data3/dataset.manifest" >"$work/log/data-train.log" 2>&1 ||
+  fail "training on the prepared manifest failed: $(tail -n 3 "$work/log/data-train.log")"
+say "ok: data job: 3 tasks and 1 task wrote the same $(ls "$work/data3" | grep -c '\.h5$') parts and manifest ($(head -n 1 "$work/data3/dataset.manifest" | cut -c 22-)); it trains"
+
+# A bad input: its task names file and line and fails, the others finish, no
+# manifest; fixed and submitted again, only that task's share is encoded.
+printf 'Fine text.\n\nThen a bad byte \377 on line 3.\n' >"$corpus/zz-bad.md"
+db=$(data_job data-bad 3 TOKENIZER="$work/data3/tokenizer.json") || fail "sbatch of the data job"
+wait_state "$db" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the bad-input data job did not finish"
+[ "$(job_state "$db")" = FAILED ] || fail "the bad-input data job ended $(job_state "$db")"
+grep -q "zz-bad.md:3: not valid UTF-8" "$work/out/data-bad-$db.out" || fail "the bad input was not named: $(grep -i error "$work/out/data-bad-$db.out" | head -n 3)"
+[ ! -e "$work/data-bad/dataset.manifest" ] || fail "a manifest was written with a part missing"
+printf 'Fine text.\n\nNo bad byte now.\n' >"$corpus/zz-bad.md"
+db2=$(data_job data-bad 3 TOKENIZER="$work/data3/tokenizer.json") || fail "sbatch of the data job"
+wait_state "$db2" 240 COMPLETED FAILED CANCELLED TIMEOUT || fail "the re-submitted data job did not finish"
+[ "$(job_state "$db2")" = COMPLETED ] || fail "the re-submitted data job ended $(job_state "$db2")"
+redone=$(grep -c "^encoded " "$work/out/data-bad-$db2.out")
+[ "$redone" -eq 1 ] || fail "the re-submitted job encoded on $redone tasks, not only the failed one"
+say "ok: a bad input failed its task naming zz-bad.md:3 and left no manifest; re-submitted, one task redid its share"
 say "PASS"
