@@ -101,6 +101,58 @@ void require_loadable_name(const std::string& dir) {
           ": a checkpoint being deleted (pruned or replaced); it is never loaded");
 }
 
+namespace {
+
+constexpr const char* kCheckpointForms =
+    "name a step folder (SAVE/step-N, holding manifest.txt), a save folder (holding 'latest' or "
+    "a complete step-N), a safetensors export (a folder with model.safetensors and config.json) "
+    "or a weights file (W.h5)";
+
+}  // namespace
+
+NamedCheckpoint resolve_checkpoint(const std::string& path, bool training_only) {
+  require(!path.empty(), "no checkpoint given: ", kCheckpointForms);
+  std::error_code ec;
+  require(fs::exists(path, ec), path, ": no such file or directory (", kCheckpointForms, ")");
+  NamedCheckpoint c;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) {
+    if (fs::exists(p / kManifestName, ec)) {
+      c.path = path;
+    } else if (fs::exists(p / "model.safetensors", ec)) {
+      c.kind = NamedCheckpoint::Kind::Safetensors;
+      c.path = (p / "model.safetensors").string();
+    } else {
+      // A save folder: `latest` is written last; without it (or when it names
+      // a step since removed), the newest complete step-N.
+      std::optional<std::string> name = read_latest(path);
+      if (!name || !fs::exists(p / *name / kManifestName, ec)) {
+        const std::vector<std::string> all = list_checkpoints(path);
+        name.reset();
+        if (!all.empty()) name = all.front();
+      }
+      require(name.has_value(), path, ": not a checkpoint, nor a save folder with a complete one: ",
+              kCheckpointForms);
+      c.path = (p / *name).string();
+    }
+  } else {
+    c.kind = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0
+                 ? NamedCheckpoint::Kind::Safetensors
+                 : NamedCheckpoint::Kind::WeightsFile;
+    c.path = path;
+  }
+  if (training_only && c.kind != NamedCheckpoint::Kind::Checkpoint)
+    fail(path, ": ", c.kind == NamedCheckpoint::Kind::Safetensors ? "a safetensors export" : "a weights file",
+         " holds the weights only; this needs a training checkpoint (a step folder SAVE/step-N or "
+         "its save folder)");
+  if (c.kind == NamedCheckpoint::Kind::Checkpoint) require_loadable_name(c.path);
+  return c;
+}
+
+std::string resolve_checkpoint_dir(const std::string& path) {
+  return resolve_checkpoint(path, true).path;
+}
+
 CheckpointManifest read_manifest(const std::string& dir) {
   const std::string path = (fs::path(dir) / kManifestName).string();
   require(fs::exists(path), dir, ": no ", kManifestName, " (not a complete checkpoint)");

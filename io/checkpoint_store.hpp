@@ -39,6 +39,24 @@ void sync_directory(const std::string& dir);
 // when it holds a manifest.
 void require_loadable_name(const std::string& dir);
 
+// What a user names to mean trained weights, resolved the same way by every
+// tool (wiola-reshard, wiola-eval, wiola-generate, wiola-dump, --resume):
+//   a step folder (SAVE/step-N, holding manifest.txt): itself;
+//   a save folder (SAVE): its `latest`, else its newest complete step-N;
+//   a safetensors export (a folder with model.safetensors, or that file);
+//   a weights file (W.h5 from --export-weights or import-safetensors).
+struct NamedCheckpoint {
+  enum class Kind : std::uint8_t { Checkpoint, Safetensors, WeightsFile };
+  Kind kind = Kind::Checkpoint;
+  std::string path;  // the step folder, model.safetensors, or the weights file
+};
+// `training_only`: the caller needs a training checkpoint (optimizer state,
+// the run's options): an export or a weights file is refused, saying so.
+// Every other error is one message naming the path and the forms above.
+NamedCheckpoint resolve_checkpoint(const std::string& path, bool training_only = false);
+// The same for callers that need a step folder: its path.
+std::string resolve_checkpoint_dir(const std::string& path);
+
 // Reads and parses <dir>/manifest.txt.
 CheckpointManifest read_manifest(const std::string& dir);
 // Checks that the listed files exist with their sizes and CRC-32s, those with

@@ -117,9 +117,9 @@ if [ -n "$base_data" ]; then
   read -r be_s be_kb <"$work/base-encode.time"
   base_tokens=$(sed -n 's/^encoded [0-9]* documents, \([0-9]*\) tokens.*/\1/p' "$work/base-encode.out")
   new_tokens=$(sed -n 's/^encoded [0-9]* documents, \([0-9]*\) tokens.*/\1/p' "$work/wiola-encode.out")
-  awk -v b="$bytes" -v we="$we_s" -v be="$be_s" -v wek="$we_kb" -v bek="$be_kb" -v split="$split" 'BEGIN {
+  awk -v b="$bytes" -v we="$we_s" -v be="$be_s" -v wek="$we_kb" -v bek="$be_kb" -v how="$split" 'BEGIN {
     mb = b / 1e6
-    printf "\nwiola-data encode --split %s, this build against --baseline, one run:\n", split
+    printf "\nwiola-data encode --split %s, this build against --baseline, one run:\n", how
     printf "| | this build | baseline | this / baseline |\n|---|---|---|---|\n"
     printf "| encode throughput (MB/s) | %.1f | %.1f | %.2fx |\n", mb / we, mb / be, be / we
     printf "| encode: peak RSS (MB) | %.0f | %.0f | %.2fx |\n", wek / 1024, bek / 1024, wek / bek

@@ -55,25 +55,12 @@ ModelSource open_safetensors(const std::string& file) {
 }  // namespace
 
 ModelSource open_model_source(const std::string& path, int part, int parts) {
-  require(!path.empty(), "no model given (a checkpoint, a save folder, W.h5 or a safetensors export)");
-  require(fs::exists(path), path, ": no such file or directory");
-  if (fs::is_directory(path)) {
-    const fs::path dir(path);
-    if (fs::exists(dir / kManifestName)) return open_checkpoint_dir(path, part, parts);
-    if (fs::exists(dir / "model.safetensors"))
-      return open_safetensors((dir / "model.safetensors").string());
-    // A save folder: its newest complete checkpoint (`latest` is written last).
-    std::optional<std::string> name = read_latest(path);
-    if (!name) {
-      const std::vector<std::string> all = list_checkpoints(path);
-      if (!all.empty()) name = all.front();
-    }
-    require(name.has_value(), path,
-            ": neither a checkpoint (no manifest.txt), a save folder (no 'latest' and no "
-            "complete step-N) nor a safetensors export (no model.safetensors)");
-    return open_checkpoint_dir((dir / *name).string(), part, parts);
+  const NamedCheckpoint named = resolve_checkpoint(path);
+  switch (named.kind) {
+    case NamedCheckpoint::Kind::Checkpoint: return open_checkpoint_dir(named.path, part, parts);
+    case NamedCheckpoint::Kind::Safetensors: return open_safetensors(named.path);
+    case NamedCheckpoint::Kind::WeightsFile: break;
   }
-  if (ends_with(path, ".safetensors")) return open_safetensors(path);
   ModelSource s;
   s.kind = ModelSource::Kind::WeightsFile;
   s.path = path;

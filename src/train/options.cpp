@@ -361,7 +361,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("save-interval", po::value(&o.save_interval)->default_value(0), "steps between checkpoints (0: only at the end and on signals)")
       ("save-minutes", po::value(&o.save_minutes)->default_value(0.0), "minutes between checkpoints (0: off)")
       ("keep", po::value(&o.keep)->default_value(3), "newest checkpoints to keep (0: all)")
-      ("resume", po::value(&resume)->default_value("none"), "none | auto (newest complete, verified checkpoint in --save) | a checkpoint directory")
+      ("resume", po::value(&resume)->default_value("none"), "none | auto (newest complete, verified checkpoint in --save) | a checkpoint: a step folder, or a save folder (its latest complete step)")
       ("init-weights", po::value(&o.init_weights), "start from the parameters of a weights file (fresh optimizer)")
       ("exit-after-step", po::value(&o.exit_after_step)->default_value(0), "checkpoint and stop after this step (0: off)");
 

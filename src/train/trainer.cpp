@@ -187,8 +187,9 @@ void Trainer::resolve_configuration() {
     grid_ = comm::ProcessGrid::make(world_.size(), opts_.pp, opts_.dp, world_.rank());
     set_cpu_threads(opts_.threads);
     opts_.validate();  // before the data: its errors name flags, not files
+    // --resume PATH: a step folder, or a save folder's newest complete step.
     if (opts_.resume.kind == ResumeFrom::Kind::Directory)
-      require_loadable_name(opts_.resume.directory);
+      opts_.resume.directory = resolve_checkpoint_dir(opts_.resume.directory);
     const DataConfig data{opts_.train_files, opts_.data_weights, opts_.val_files,
                           opts_.val_fraction, opts_.split_seed};
     train_data_ = train_spec(data);

@@ -29,13 +29,24 @@ grep -q '"model_type": "wiola"' "$dir/hf/config.json" || fail "config.json lacks
 "$reshard" compare "$dir/a/$ck" "$dir/w.h5" || fail "safetensors round trip differs"
 echo "ok: pp2xdp2 -> pp4xdp1 -> consolidated -> safetensors -> back: identical"
 
-"${mpirun[@]}" 4 "$train" "${tiny[@]}" --pp 4 --steps 4 --resume "$dir/b/$ck" >"$dir/log" 2>&1 ||
-  fail "the pp 4 checkpoint does not load at pp 4"
+"${mpirun[@]}" 4 "$train" "${tiny[@]}" --pp 4 --steps 4 --resume "$dir/b" >"$dir/log" 2>&1 ||
+  fail "the pp 4 checkpoint does not load at pp 4 (named by its save folder)"
+grep -q "resume: $dir/b/$ck at step 3" "$dir/log" || fail "--resume SAVE_FOLDER did not take its latest step: $(grep resume: "$dir/log")"
 "${mpirun[@]}" 1 "$train" "${tiny[@]}" --steps 4 --resume "$dir/c/$ck" >"$dir/log" 2>&1 ||
   fail "the consolidated checkpoint does not load on one process"
 "${mpirun[@]}" 1 "$train" "${tiny[@]}" --steps 2 --init-weights "$dir/w.h5" >"$dir/log" 2>&1 ||
   fail "the imported weights do not start a run"
 echo "ok: converted checkpoints load at pp 4 and on one process; imported weights start a run"
+
+# One way to name a checkpoint: a save folder means its latest complete step,
+# for every command (it was refused by export-safetensors).
+"$reshard" export-safetensors "$dir/a" --out "$dir/hf-save" >/dev/null || fail "export-safetensors SAVE_FOLDER"
+"$reshard" export-safetensors "$dir/a/$ck" --out "$dir/hf-step" >/dev/null || fail "export-safetensors STEP_FOLDER"
+cmp -s "$dir/hf-save/model.safetensors" "$dir/hf-step/model.safetensors" ||
+  fail "exporting the save folder and its step folder differ"
+"$reshard" verify "$dir/b" >/dev/null || fail "verify SAVE_FOLDER"
+"$reshard" compare "$dir/a" "$dir/hf" >/dev/null || fail "compare SAVE_FOLDER EXPORT"
+echo "ok: a save folder names its latest step (export, verify, compare, --resume)"
 
 expect() {  # expect REGEX COMMAND...: non-zero exit with REGEX in its output
   local re=$1
@@ -58,6 +69,11 @@ cp -r "$dir/a/$ck" "$dir/notensor" && sed -i '/^piece layers.3.ffn.fuse.weight /
 expect "tensor 'layers.3.ffn.fuse.weight' \(param\) is missing from the manifest" "$reshard" verify "$dir/notensor"
 expect "--pp 9 is larger than the 5 layers" "$reshard" convert "$dir/a/$ck" --out "$dir/y" --pp 9 --dp 1
 expect "already exists" "$reshard" convert "$dir/a/$ck" --out "$dir/b" --pp 4 --dp 1
+mkdir "$dir/empty"
+expect "empty: not a checkpoint, nor a save folder with a complete one: name a step folder" \
+  "$reshard" verify "$dir/empty"
+expect "hf: a safetensors export holds the weights only; this needs a training checkpoint" \
+  "$reshard" convert "$dir/hf" --out "$dir/z" --pp 1 --dp 1
 
 after=$(cd "$dir/a" && find . -type f | sort | xargs md5sum)
 [ "$before" = "$after" ] || fail "the input checkpoint was modified"

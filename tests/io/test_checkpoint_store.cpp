@@ -49,6 +49,42 @@ TEST(CheckpointStore, OnlyStepNNamesAreCheckpoints) {
   EXPECT_NO_THROW(require_loadable_name(d.file("step-00000004")));
 }
 
+TEST(CheckpointStore, EveryWayOfNamingACheckpointResolvesAlike) {
+  test::TempDir d;
+  const std::string save = d.file("save");
+  fs::create_directories(save);
+  make_checkpoint(d, "save/step-00000002");
+  make_checkpoint(d, "save/step-00000004");
+  make_checkpoint(d, "save/step-00000006.partial");
+  using K = NamedCheckpoint::Kind;
+  // A step folder is itself; a save folder without `latest` is its newest
+  // complete step; with `latest`, that one; `latest` naming a step removed
+  // since falls back to the newest complete one.
+  EXPECT_EQ(resolve_checkpoint_dir(d.file("save/step-00000002")), d.file("save/step-00000002"));
+  EXPECT_EQ(resolve_checkpoint_dir(save), d.file("save/step-00000004"));
+  write_latest(save, "step-00000002");
+  EXPECT_EQ(resolve_checkpoint_dir(save), d.file("save/step-00000002"));
+  write_latest(save, "step-00000009");
+  EXPECT_EQ(resolve_checkpoint_dir(save), d.file("save/step-00000004"));
+  // Exports and weights files, for the tools that read weights only.
+  fs::create_directories(d.path() / "hf");
+  test::write_text(d.file("hf/model.safetensors"), "");
+  EXPECT_EQ(resolve_checkpoint(d.file("hf")).kind, K::Safetensors);
+  EXPECT_EQ(resolve_checkpoint(d.file("hf")).path, d.file("hf/model.safetensors"));
+  EXPECT_EQ(resolve_checkpoint(d.file("hf/model.safetensors")).kind, K::Safetensors);
+  test::write_text(d.file("w.h5"), "");
+  EXPECT_EQ(resolve_checkpoint(d.file("w.h5")).kind, K::WeightsFile);
+  // One message for what is none of them; the export refused where a
+  // training checkpoint is needed; unfinished steps never load.
+  fs::create_directories(d.path() / "empty");
+  EXPECT_ERROR(resolve_checkpoint(d.file("empty")), "empty: not a checkpoint",
+               "a step folder (SAVE/step-N", "a save folder", "a safetensors export", "a weights file");
+  EXPECT_ERROR(resolve_checkpoint(d.file("nowhere")), "nowhere: no such file or directory");
+  EXPECT_ERROR(resolve_checkpoint_dir(d.file("hf")), "a safetensors export holds the weights only");
+  EXPECT_ERROR(resolve_checkpoint_dir(d.file("w.h5")), "a weights file holds the weights only");
+  EXPECT_ERROR(resolve_checkpoint_dir(d.file("save/step-00000006.partial")), "unfinished checkpoint");
+}
+
 TEST(CheckpointStore, PruningHidesBeforeItDeletes) {
   test::TempDir d;
   for (const char* n : {"step-00000001", "step-00000002", "step-00000003", "step-00000004",

@@ -1,6 +1,8 @@
-// wiola-dump: one forward and backward of a model given as a self-describing
-// weights file, for checking ports of the model against this implementation.
-//   wiola-dump --weights W.h5 --tokens TOK.h5 --out OUT.h5 [--dtype fp32|fp64] [--train]
+// wiola-dump: one forward and backward of a trained model, for checking ports
+// of the model against this implementation. The model is anything a checkpoint
+// is named by (io/checkpoint_store.hpp: a step or save folder, a safetensors
+// export, a weights file).
+//   wiola-dump --model CKPT|W.h5 --tokens TOK.h5 --out OUT.h5 [--dtype fp32|fp64] [--train]
 // OUT.h5 receives `loss` (scalar, mean cross-entropy), `logits` [B, T, V] and
 // `grad/<canonical name>` (the gradient of the mean loss) for every parameter.
 #include <boost/program_options.hpp>
@@ -13,6 +15,7 @@
 #include "core/version.hpp"
 #include "io/h5.hpp"
 #include "io/weights_file.hpp"
+#include "train/model_source.hpp"
 #include "core/param_names.hpp"
 #include "model/stage_model.hpp"
 #include "core/option_errors.hpp"
@@ -23,12 +26,13 @@ using namespace wiola;
 namespace {
 
 int run(int argc, char** argv) {
-  std::string weights, tokens, out, dtype_name = "fp32";
+  std::string model_path, tokens, out, dtype_name = "fp32";
   bool train = false;
   po::options_description opts("wiola-dump options");
   opts.add_options()("help,h", "print this help")
       ("version", "print the version and exit")
-      ("weights", po::value(&weights)->required(), "weights file (wiola-train --export-weights format)")
+      ("model", po::value(&model_path), "the model: a checkpoint (step folder), a save folder (its latest complete step), a safetensors export or a weights file (--export-weights)")
+      ("weights", po::value(&model_path), "the same as --model (its older name)")
       ("tokens", po::value(&tokens)->required(), "HDF5 file with dataset `tokens` [B, T+1]")
       ("out", po::value(&out)->required(), "output HDF5 file")
       ("dtype", po::value(&dtype_name)->default_value("fp32"), "fp32 | fp64")
@@ -41,19 +45,20 @@ int run(int argc, char** argv) {
       return 0;
     }
     if (vm.count("help")) {
-      std::cout << "Usage: wiola-dump --weights W.h5 --tokens TOK.h5 --out OUT.h5 [--dtype fp32|fp64] [--train]\n"
+      std::cout << "Usage: wiola-dump --model CKPT|W.h5 --tokens TOK.h5 --out OUT.h5 [--dtype fp32|fp64] [--train]\n"
                 << opts << "\n";
       return 0;
     }
     po::notify(vm);
+    require(vm.count("model") + vm.count("weights") == 1, "give the model once: --model PATH");
   } catch (const po::error& e) {
     fail(wiola::error_text(e));
   }
   const DType dtype = parse_dtype(dtype_name);
   require(dtype == DType::F32 || dtype == DType::F64, "--dtype must be fp32 or fp64");
 
-  const WeightsFile w = read_weights_file(weights);
-  const ModelConfig& cfg = w.config;
+  const ModelSource source = open_model_source(model_path);
+  const ModelConfig& cfg = source.config;
   std::int64_t rows = 0, cols = 0;
   const std::vector<std::int32_t> tok = read_token_matrix(tokens, rows, cols);
   require(rows >= 1 && cols >= 2, tokens, ": dataset 'tokens' is ", rows, "x", cols,
@@ -67,7 +72,7 @@ int run(int argc, char** argv) {
 
   auto backend = make_cpu_backend();
   StageModel model(*backend, cfg, StageSpec::whole(cfg), dtype);
-  for (const NamedArray& a : w.arrays) model.params().set(a.name, a.data);
+  load_parameters(source, model);
 
   std::vector<std::int32_t> inputs, targets;
   for (int b = 0; b < B; ++b)

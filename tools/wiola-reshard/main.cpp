@@ -1,7 +1,9 @@
 // wiola-reshard: offline work on checkpoints. It never modifies its input.
 // `wiola-reshard --help` lists the commands, `wiola-reshard COMMAND --help`
 // their arguments and options (the table kCommands below).
-// CKPT is a checkpoint directory (SAVE_DIR/step-N); SAVE_DIR gets step-N and `latest`.
+// CKPT is a checkpoint: a step folder (SAVE_DIR/step-N) or a save folder (its
+// latest complete step), resolved as every tool does (resolve_checkpoint);
+// an output SAVE_DIR gets step-N and `latest`.
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -45,8 +47,8 @@ struct Source {
 };
 
 // Reads the manifest and verifies every file before anything else happens.
-Source open_checkpoint(const std::string& dir) {
-  require(fs::is_directory(dir), dir, ": not a directory");
+Source open_checkpoint(const std::string& named) {
+  const std::string dir = resolve_checkpoint_dir(named);
   Source s;
   s.dir = dir;
   s.manifest = read_manifest(dir);
@@ -70,8 +72,9 @@ std::vector<double> read_tensor(CheckpointReader& r, const ParamSpec& p, StateKi
   return v;
 }
 
-int cmd_verify(const std::string& dir) {
-  const Source s = open_checkpoint(dir);
+int cmd_verify(const std::string& named) {
+  const Source s = open_checkpoint(named);
+  const std::string& dir = s.dir;
   CheckpointReader r(dir, s.manifest);
   std::size_t tensors = 0;
   for (const ParamSpec& p : all_tensors(s.options.model)) {
@@ -86,9 +89,10 @@ int cmd_verify(const std::string& dir) {
   return 0;
 }
 
-int cmd_convert(const std::string& dir, const std::string& out, int pp, int dp, int zero,
+int cmd_convert(const std::string& named, const std::string& out, int pp, int dp, int zero,
                 const std::string& stage_layers) {
-  const Source s = open_checkpoint(dir);
+  const Source s = open_checkpoint(named);
+  const std::string& dir = s.dir;
   const ModelConfig& cfg = s.options.model;
   require(pp >= 1 && dp >= 1, "--pp and --dp must be >= 1");
   require(zero >= 0 && zero <= 2, "--zero must be 0, 1 or 2");
@@ -231,12 +235,13 @@ std::optional<BpeTokenizer> export_tokenizer(const std::string& given, const Sou
   return BpeTokenizer::parse(text, path);
 }
 
-int cmd_export(const std::string& dir, const std::string& out, const std::string& dtype_text,
+int cmd_export(const std::string& named, const std::string& out, const std::string& dtype_text,
                const std::string& tokenizer) {
   require(dtype_text == "fp32" || dtype_text == "bf16", "--dtype must be fp32 or bf16, got '",
           dtype_text, "'");
   const DType dtype = dtype_text == "bf16" ? DType::BF16 : DType::F32;
-  const Source s = open_checkpoint(dir);
+  const Source s = open_checkpoint(named);
+  const std::string& dir = s.dir;
   const ModelConfig& cfg = s.options.model;
   const fs::path hf = hf_files_dir();  // before anything is written
   std::string why;
@@ -307,23 +312,30 @@ int cmd_import(const std::string& dir, const std::string& out, std::string token
   return 0;
 }
 
-// name/kind -> values, from a checkpoint directory or a weights file.
+// name/kind -> values, from any checkpoint a user names (resolve_checkpoint).
 std::map<std::string, std::vector<double>> load_any(const std::string& path, bool* is_ckpt) {
   std::map<std::string, std::vector<double>> out;
-  if (fs::is_directory(path)) {
-    *is_ckpt = true;
-    const Source s = open_checkpoint(path);
-    CheckpointReader r(path, s.manifest);
-    for (const ParamSpec& p : all_tensors(s.options.model)) {
-      out[p.name + " param"] = read_tensor(r, p, StateKind::Param);
-      if (s.manifest.has_optimizer_state) {
-        out[p.name + " exp_avg"] = read_tensor(r, p, StateKind::ExpAvg);
-        out[p.name + " exp_avg_sq"] = read_tensor(r, p, StateKind::ExpAvgSq);
+  const NamedCheckpoint named = resolve_checkpoint(path);
+  *is_ckpt = named.kind == NamedCheckpoint::Kind::Checkpoint;
+  switch (named.kind) {
+    case NamedCheckpoint::Kind::Checkpoint: {
+      const Source s = open_checkpoint(named.path);
+      CheckpointReader r(s.dir, s.manifest);
+      for (const ParamSpec& p : all_tensors(s.options.model)) {
+        out[p.name + " param"] = read_tensor(r, p, StateKind::Param);
+        if (s.manifest.has_optimizer_state) {
+          out[p.name + " exp_avg"] = read_tensor(r, p, StateKind::ExpAvg);
+          out[p.name + " exp_avg_sq"] = read_tensor(r, p, StateKind::ExpAvgSq);
+        }
       }
+      break;
     }
-  } else {
-    *is_ckpt = false;
-    for (NamedArray& a : read_weights_file(path).arrays) out[a.name + " param"] = std::move(a.data);
+    case NamedCheckpoint::Kind::Safetensors:
+      for (SafeTensor& t : read_safetensors(named.path)) out[t.name + " param"] = std::move(t.data);
+      break;
+    case NamedCheckpoint::Kind::WeightsFile:
+      for (NamedArray& a : read_weights_file(path).arrays) out[a.name + " param"] = std::move(a.data);
+      break;
   }
   return out;
 }
@@ -393,7 +405,8 @@ const std::vector<Command>& commands() {
        "tokenizer.json, a .bpe tokenizer beside it",
        {"out", "tokenizer-out"}, "W.h5"},
       {"compare", "A B", 2,
-       "largest difference between two checkpoints or weights files; exit 0 when identical", {},
+       "largest difference between two checkpoints, exports or weights files (parameters only "
+       "unless both hold optimizer state); exit 0 when identical", {},
        nullptr},
   };
   return table;
@@ -405,7 +418,8 @@ void print_usage(std::ostream& os) {
   for (const Command& c : commands())
     os << "  " << c.name << " " << c.args << (c.out ? std::string(" --out ") + c.out : "")
        << "\n" << wrapped(c.what, 6);
-  os << "\nRun 'wiola-reshard COMMAND --help' for a command's options; --version prints\n"
+  os << "\nCKPT is a step folder (SAVE_DIR/step-N) or a save folder (its latest complete step).\n"
+        "Run 'wiola-reshard COMMAND --help' for a command's options; --version prints\n"
         "the version. docs/checkpoints.md describes the files.\n";
 }
 
