@@ -47,6 +47,11 @@ CFG
 h5import tokens.txt -c tokens.cfg -o tokens.h5
 "$dump" --weights w.h5 --tokens tokens.h5 --out dump.h5 > dump.log
 h5dump -d /logits -b LE -o logits.bin dump.h5 > /dev/null
+# The same model named as a save folder and as the export: the same bytes.
+"$dump" --model ck --tokens tokens.h5 --out dump-ck.h5 > /dev/null
+"$dump" --model hf --tokens tokens.h5 --out dump-hf.h5 > /dev/null
+cmp -s dump.h5 dump-ck.h5 || fail "wiola-dump of the save folder differs from the weights file's"
+cmp -s dump.h5 dump-hf.h5 || fail "wiola-dump of the safetensors export differs from the weights file's"
 
 /usr/bin/python3 "$here/../../tools/hf/check_export.py" hf tokens.txt logits.bin "$B" "$T" --label fp32
 # bf16 weights: rounding of every weight to 8 bits of mantissa, so only close.
