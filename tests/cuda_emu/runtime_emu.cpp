@@ -1,12 +1,14 @@
 // Host stand-ins for the CUDA runtime calls of backend/cuda/runtime.hpp:
 // "device" memory is host memory, streams are in-order by construction (the
 // emulated kernels run to completion at their launch), copies are memcpy.
+// Each call is counted as runtime_cuda.cpp counts it (device_counters.hpp).
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "backend/cuda/device_counters.hpp"
 #include "backend/cuda/runtime.hpp"
 #include "core/alignment.hpp"
 #include "core/error.hpp"
@@ -38,9 +40,10 @@ Stream create_stream() {
   return &token;
 }
 void destroy_stream(Stream) {}
-void synchronize(Stream) {}
+void synchronize(Stream) { count_device_event(DeviceEvent::HostSync); }
 
 void* allocate(std::size_t bytes, Stream, const char* what) {
+  count_device_event(DeviceEvent::Allocation);
   // As cudaMallocAsync: 256-byte aligned, what cuBLASLt assumes (core/alignment.hpp).
   const auto step = static_cast<std::size_t>(kOperandAlignBytes);
   void* p = std::aligned_alloc(step, (bytes + step - 1) / step * step);
@@ -50,17 +53,28 @@ void* allocate(std::size_t bytes, Stream, const char* what) {
 }
 void release(void* p, Stream) { std::free(p); }
 void reserve_pool(std::size_t, Stream) {}  // host memory: nothing to set aside
-void memset_zero(void* p, std::size_t bytes, Stream) { std::memset(p, 0, bytes); }
-void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream) {
-  if (bytes) std::memcpy(dst, src, bytes);
+void memset_zero(void* p, std::size_t bytes, Stream) {
+  if (!bytes) return;
+  count_device_event(DeviceEvent::Memset, static_cast<std::int64_t>(bytes));
+  std::memset(p, 0, bytes);
+}
+void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (!bytes) return;
+  count_device_event(DeviceEvent::Copy);
+  std::memcpy(dst, src, bytes);
+  synchronize(s);  // as the CUDA runtime: the host waits before it reads
 }
 void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream) {
-  if (bytes) std::memcpy(dst, src, bytes);
+  if (!bytes) return;
+  count_device_event(DeviceEvent::Copy);
+  std::memcpy(dst, src, bytes);
 }
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream) {
-  if (bytes) std::memmove(dst, src, bytes);
+  if (!bytes) return;
+  count_device_event(DeviceEvent::Copy);
+  std::memmove(dst, src, bytes);
 }
-void check_launch(const char*, const char*, int) {}
+void check_launch(const char*, const char*, int) { count_device_event(DeviceEvent::Launch); }
 
 void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) {
   total_bytes = device_properties(0).memory_bytes;

@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "backend/cuda/runtime.hpp"
+
+#include "backend/cuda/device_counters.hpp"
 #include "core/error.hpp"
 #include "core/alignment.hpp"
 #include "core/process_identity.hpp"
@@ -82,9 +84,13 @@ void destroy_stream(Stream s) {
   if (s) cudaStreamDestroy(as_stream(s));  // on the way out: nothing left to report to
 }
 
-void synchronize(Stream s) { WIOLA_CUDA(cudaStreamSynchronize(as_stream(s))); }
+void synchronize(Stream s) {
+  count_device_event(DeviceEvent::HostSync);
+  WIOLA_CUDA(cudaStreamSynchronize(as_stream(s)));
+}
 
 void* allocate(std::size_t bytes, Stream s, const char* what) {
+  count_device_event(DeviceEvent::Allocation);
   void* p = nullptr;
   const cudaError_t rc = cudaMallocAsync(&p, bytes, as_stream(s));
   if (rc == cudaErrorMemoryAllocation) {
@@ -118,27 +124,34 @@ void reserve_pool(std::size_t bytes, Stream s) {
 }
 
 void memset_zero(void* p, std::size_t bytes, Stream s) {
-  if (bytes) WIOLA_CUDA(cudaMemsetAsync(p, 0, bytes, as_stream(s)));
+  if (!bytes) return;
+  count_device_event(DeviceEvent::Memset, static_cast<std::int64_t>(bytes));
+  WIOLA_CUDA(cudaMemsetAsync(p, 0, bytes, as_stream(s)));
 }
 
 void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, Stream s) {
   if (!bytes) return;
+  count_device_event(DeviceEvent::Copy);
   WIOLA_CUDA(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, as_stream(s)));
-  WIOLA_CUDA(cudaStreamSynchronize(as_stream(s)));  // the host reads it next
+  synchronize(s);  // the host reads it next
 }
 
 void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, Stream s) {
   if (!bytes) return;
+  count_device_event(DeviceEvent::Copy);
   WIOLA_CUDA(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, as_stream(s)));
   // Pageable host memory: the copy is staged before the call returns, so the
   // caller may reuse its buffer.
 }
 
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s) {
-  if (bytes) WIOLA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(s)));
+  if (!bytes) return;
+  count_device_event(DeviceEvent::Copy);
+  WIOLA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(s)));
 }
 
 void check_launch(const char* kernel, const char* file, int line) {
+  count_device_event(DeviceEvent::Launch);
   const cudaError_t rc = cudaGetLastError();
   if (rc != cudaSuccess) fail_call(rc, kernel, file, line);
 }

@@ -1,0 +1,62 @@
+#include "backend/cuda/device_counters.hpp"
+
+#include <atomic>
+
+namespace wiola::cuda {
+
+namespace {
+
+struct Atomics {
+  std::atomic<std::int64_t> launches{0}, gemms{0}, memsets{0}, memset_bytes{0}, copies{0},
+      host_syncs{0}, allocations{0};
+};
+
+Atomics& atomics() {
+  static Atomics a;
+  return a;
+}
+
+}  // namespace
+
+DeviceCounts operator-(const DeviceCounts& a, const DeviceCounts& b) {
+  DeviceCounts d;
+  d.launches = a.launches - b.launches;
+  d.gemms = a.gemms - b.gemms;
+  d.memsets = a.memsets - b.memsets;
+  d.memset_bytes = a.memset_bytes - b.memset_bytes;
+  d.copies = a.copies - b.copies;
+  d.host_syncs = a.host_syncs - b.host_syncs;
+  d.allocations = a.allocations - b.allocations;
+  return d;
+}
+
+void count_device_event(DeviceEvent e, std::int64_t bytes) {
+  Atomics& a = atomics();
+  constexpr auto relaxed = std::memory_order_relaxed;
+  switch (e) {
+    case DeviceEvent::Launch: a.launches.fetch_add(1, relaxed); break;
+    case DeviceEvent::Gemm: a.gemms.fetch_add(1, relaxed); break;
+    case DeviceEvent::Memset:
+      a.memsets.fetch_add(1, relaxed);
+      a.memset_bytes.fetch_add(bytes, relaxed);
+      break;
+    case DeviceEvent::Copy: a.copies.fetch_add(1, relaxed); break;
+    case DeviceEvent::HostSync: a.host_syncs.fetch_add(1, relaxed); break;
+    case DeviceEvent::Allocation: a.allocations.fetch_add(1, relaxed); break;
+  }
+}
+
+DeviceCounts device_counts() {
+  const Atomics& a = atomics();
+  DeviceCounts c;
+  c.launches = a.launches.load();
+  c.gemms = a.gemms.load();
+  c.memsets = a.memsets.load();
+  c.memset_bytes = a.memset_bytes.load();
+  c.copies = a.copies.load();
+  c.host_syncs = a.host_syncs.load();
+  c.allocations = a.allocations.load();
+  return c;
+}
+
+}  // namespace wiola::cuda

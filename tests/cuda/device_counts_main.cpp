@@ -1,0 +1,138 @@
+// wiola_cuda_counts: what one micro-batch asks of the device, counted through
+// the CUDA backend's own code on the emulated execution model
+// (backend/cuda/device_counters.hpp): kernel launches, matrix products,
+// memsets, copies, host synchronisations and allocations, per layer (an ATM
+// layer and a plain one) and for the head, forward and backward. The counts
+// depend on the model's widths and the layer kind, not on the sequence
+// length, so a short micro-batch of the preset's widths gives the figures of
+// a full one. tools/gpu-counts.sh runs it; docs/performance.md keeps the table.
+//
+//   wiola_cuda_counts [--preset wiola-1.5b] [--batch 1] [--seq 32] [--dtype bf16]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "backend/cuda/cuda_backend.hpp"
+#include "backend/cuda/device_counters.hpp"
+#include "core/error.hpp"
+#include "model/stage_model.hpp"
+
+using namespace wiola;
+using cuda::DeviceCounts;
+
+namespace {
+
+std::string line(const char* what, const DeviceCounts& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "  %-22s launches %4lld (GEMMs %3lld, kernels %3lld), memsets %3lld (%lld kB), "
+                "copies %2lld, host syncs %2lld, allocations %3lld",
+                what, static_cast<long long>(c.launches + c.gemms), static_cast<long long>(c.gemms),
+                static_cast<long long>(c.launches), static_cast<long long>(c.memsets),
+                static_cast<long long>(c.memset_bytes / 1024), static_cast<long long>(c.copies),
+                static_cast<long long>(c.host_syncs), static_cast<long long>(c.allocations));
+  return buf;
+}
+
+DeviceCounts operator+(const DeviceCounts& a, const DeviceCounts& b) {
+  DeviceCounts z;
+  return a - (z - b);
+}
+
+int run(int argc, char** argv) {
+  std::string preset_name = "wiola-1.5b", dtype_name_arg = "bf16";
+  int B = 1, T = 32;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      require(i + 1 < argc, a, " needs a value");
+      return argv[++i];
+    };
+    if (a == "--preset") preset_name = value();
+    else if (a == "--batch") B = std::atoi(value().c_str());
+    else if (a == "--seq") T = std::atoi(value().c_str());
+    else if (a == "--dtype") dtype_name_arg = value();
+    else fail("unknown argument '", a, "' (--preset, --batch, --seq, --dtype)");
+  }
+  require(B >= 1 && T >= 2, "--batch must be >= 1 and --seq >= 2");
+  ModelConfig cfg = preset(preset_name);
+  require(cfg.main_family(), preset_name, ": the counts cover the main family's layers");
+  // Four layers of the preset's widths: with L = 4, ATM runs in layer 1 only
+  // (layers [L/3, 2L/3)), so layer 1 is an ATM layer and layer 2 a plain one.
+  cfg.L = 4;
+  require(cfg.atm_layer(1) && !cfg.atm_layer(2), "the layer kinds are not as expected");
+  require(T <= cfg.T, "--seq ", T, " exceeds the context ", cfg.T);
+  const DType dtype = parse_dtype(dtype_name_arg);
+
+  cuda::CudaBackend be(0);
+  StageModel model(be, cfg, StageSpec::whole(cfg), dtype);
+  model.params().init(7);
+  std::vector<std::int32_t> ids(std::size_t(B) * T), targets(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<std::int32_t>((i * 7919) % static_cast<std::size_t>(cfg.V));
+    targets[i] = static_cast<std::int32_t>((i * 104729 + 1) % static_cast<std::size_t>(cfg.V));
+  }
+  StageInput in;
+  in.batch = B;
+  in.seq = T;
+  in.tokens = be.alloc(DType::I32, std::int64_t(B) * T, 1);
+  in.targets = be.alloc(DType::I32, std::int64_t(B) * T, 1);
+  be.from_host(ids.data(), in.tokens);
+  be.from_host(targets.data(), in.targets);
+
+  // Two micro-batches: the first warms what is allocated once (plans, the
+  // cuBLASLt workspace); the second is reported.
+  std::map<int, DeviceCounts> fwd_at, bwd_at;
+  DeviceCounts fwd_begin, fwd_end, bwd_begin, bwd_end;
+  for (int pass = 0; pass < 2; ++pass) {
+    model.params().zero_grads();
+    StageSaved saved;
+    fwd_begin = cuda::device_counts();
+    const StageOutput out = model.forward(in, /*training=*/true, saved,
+                                          [&](int l) { fwd_at[l] = cuda::device_counts(); });
+    fwd_end = bwd_begin = cuda::device_counts();
+    model.backward(Tensor{}, {}, 1.0 / (B * T), saved,
+                   [&](int l) { bwd_at[l] = cuda::device_counts(); });
+    bwd_end = cuda::device_counts();
+    (void)out;
+  }
+  // A segment runs from one hook to the next; the summary of a layer's
+  // output is taken before the next layer's hook, so it counts with the layer.
+  const DeviceCounts atm_f = fwd_at[2] - fwd_at[1], plain_f = fwd_at[3] - fwd_at[2];
+  const DeviceCounts atm_b = bwd_at[1] - bwd_at[2], plain_b = bwd_at[2] - bwd_at[3];
+  const DeviceCounts head_f = (fwd_end - fwd_at[3]) - plain_f;  // layer 3 is a plain layer
+  const DeviceCounts head_b = (bwd_at[3] - bwd_begin) - plain_b;
+  const DeviceCounts embed_f = fwd_at[0] - fwd_begin, embed_b = bwd_end - bwd_at[0];
+
+  std::printf("%s widths (d %d, H %d, Hkv %d, V %d), %s, one micro-batch of %d x %d tokens, "
+              "training, the second of two (emulated CUDA backend):\n",
+              preset_name.c_str(), cfg.d, cfg.H, cfg.Hkv, cfg.V, dtype_name_arg.c_str(), B, T);
+  std::printf("%s\n%s\n%s\n", line("ATM layer forward", atm_f).c_str(),
+              line("ATM layer backward", atm_b).c_str(),
+              line("ATM layer, both", atm_f + atm_b).c_str());
+  std::printf("%s\n%s\n%s\n", line("plain layer forward", plain_f).c_str(),
+              line("plain layer backward", plain_b).c_str(),
+              line("plain layer, both", plain_f + plain_b).c_str());
+  std::printf("%s\n%s\n", line("head forward", head_f).c_str(), line("head backward", head_b).c_str());
+  std::printf("%s\n", line("embedding, both", embed_f + embed_b).c_str());
+  std::printf("%s\n", line("micro-batch, all", (fwd_end - fwd_begin) + (bwd_end - bwd_begin)).c_str());
+  const DeviceCounts l = atm_f + atm_b;
+  std::printf("per layer: launches %lld, host syncs %lld, memsets %lld, allocations %lld, "
+              "non-GEMM bytes not counted yet\n",
+              static_cast<long long>(l.launches + l.gemms), static_cast<long long>(l.host_syncs),
+              static_cast<long long>(l.memsets), static_cast<long long>(l.allocations));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "wiola_cuda_counts: %s\n", e.what());
+    return 1;
+  }
+}
