@@ -21,10 +21,59 @@ wiola_die() { echo "[wiola $(date '+%F %T')] error: $*" >&2; exit 2; }
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}
 export OPENBLAS_NUM_THREADS=$OMP_NUM_THREADS
 # NCCL (GPU runs): report problems, and a generous InfiniBand retry timeout;
-# a stuck collective is caught by wiola's own watchdog (--comm-timeout). Set
-# NCCL_SOCKET_IFNAME / NCCL_IB_HCA for the site's network if NCCL picks wrong.
+# a stuck collective is caught by wiola's own watchdog (--comm-timeout). The
+# socket interface is chosen below (wiola_choose_net_if); set NCCL_IB_HCA for
+# the site's InfiniBand if NCCL picks wrong.
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 export NCCL_IB_TIMEOUT=${NCCL_IB_TIMEOUT:-22}
+
+# wiola_choose_net_if: on a multi-node allocation, the network interface MPI
+# (OpenMPI's TCP BTL and OOB) and NCCL's bootstrap sockets use: WIOLA_NET_IF
+# when set, otherwise the interface this node routes to another node of the
+# allocation through (its NodeAddr, `ip -o route get`), so that traffic does
+# not go to a loopback, docker or management interface that cannot reach the
+# other nodes. Interface names must be the same on every node. Variables the
+# user set already (OMPI_MCA_btl_tcp_if_include / _exclude,
+# OMPI_MCA_oob_tcp_if_include / _exclude, NCCL_SOCKET_IFNAME) are kept; a
+# one-node allocation leaves them all alone (WIOLA_NET_IF still applies).
+# Prints one line saying what it chose and why.
+wiola_choose_net_if() {
+  local dev="" why="" me other="" addr="" chose=() kept=()
+  if [ -n "${WIOLA_NET_IF:-}" ]; then
+    dev=$WIOLA_NET_IF why="WIOLA_NET_IF"
+  elif [ "${SLURM_JOB_NUM_NODES:-1}" -le 1 ]; then
+    wiola_log "network: one node; MPI and NCCL choose their own interfaces (set WIOLA_NET_IF to pin one)"
+    return 0
+  else
+    me=$(hostname -s)
+    for other in $(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null); do
+      [ "$other" != "$me" ] && [ "$other" != "${SLURMD_NODENAME:-}" ] && break
+      other=""
+    done
+    [ -n "$other" ] && addr=$(scontrol show node -o "$other" 2>/dev/null | sed -n 's/.* NodeAddr=\([^ ]*\).*/\1/p')
+    [ -n "$addr" ] || addr=$other
+    case $addr in
+      *[!0-9.]*) addr=$(getent ahostsv4 "$addr" 2>/dev/null | awk 'NR == 1 { print $1 }') ;;
+    esac
+    [ -n "$addr" ] && dev=$(ip -o route get "$addr" 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p')
+    if [ -z "$dev" ] || [ "$dev" = lo ]; then
+      wiola_log "network: no route to another node found (node '${other:-none}', address '${addr:-none}', interface '${dev:-none}'); MPI and NCCL choose their own interfaces (set WIOLA_NET_IF to pin one)"
+      return 0
+    fi
+    why="the route from $me to $other ($addr)"
+  fi
+  # OpenMPI refuses an _include beside an _exclude: either one set keeps both.
+  local var pair
+  for pair in OMPI_MCA_btl_tcp_if_include:OMPI_MCA_btl_tcp_if_exclude \
+              OMPI_MCA_oob_tcp_if_include:OMPI_MCA_oob_tcp_if_exclude NCCL_SOCKET_IFNAME:; do
+    var=${pair%%:*} other=${pair#*:}
+    if [ -n "${!var:-}" ]; then kept+=("$var=${!var}")
+    elif [ -n "$other" ] && [ -n "${!other:-}" ]; then kept+=("$other=${!other}")
+    else export "$var=$dev"; chose+=("$var"); fi
+  done
+  wiola_log "network: interface $dev (from $why) for ${chose[*]:-nothing}${kept:+; kept as set: ${kept[*]}}"
+}
+wiola_choose_net_if
 
 mkdir -p "$RUN_DIR/logs"
 

@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# slurm_multinode.sh SOURCE_DIR BUILD_DIR
+#
+# The batch scripts of jobs/ on a private three-node Slurm cluster on this
+# machine: each node is a network namespace with its own hostname (a UTS
+# namespace) and its own /etc/hosts (a mount namespace), linked by veth pairs to
+# a bridge in the host's namespace that holds the controller's address; the
+# node addresses exist only inside those namespaces. One slurmd per node;
+# munged and slurmctld run on the host and are shared. Everything is made by
+# this script under names unique to its PID and removed at the end and on
+# failure (daemons and leftover job processes by PID, then the namespaces and
+# the bridge). With the tiny preset and the CPU backend:
+#   1. the flagship job (jobs/wiola-1.5b-chinchilla.sbatch) runs PP 2 x DP 2 as
+#      2 nodes x 2 tasks through srun, with CUDA_VISIBLE_DEVICES=0,1 exported
+#      to the tasks: the ranks report two distinct hosts, each node's two ranks
+#      take devices 0 and 1 (the CPU build prints the device it would take),
+#      jobs/lib chose the nodes' interface (eth0) for MPI and NCCL and said so,
+#      the traffic crossed the nodes' veth links, and the final loss equals
+#      the same layout on one node (4 tasks);
+#   2. the same 2-node job with MPI pinned to loopback
+#      (OMPI_MCA_btl_tcp_if_include=lo, kept by jobs/lib as the user's
+#      choice) fails: its traffic must cross the namespaces' interfaces;
+#   3. 3 tasks on one node that sees CUDA_VISIBLE_DEVICES=0,1 are refused
+#      (--device cuda), naming the host and the two ranks that would share a
+#      device; with --allow-shared-device that refusal is not made.
+# Exit 0: all passed. Exit 77 (CTest: skipped): namespaces or Slurm cannot be
+# set up here; the reason is printed (with WIOLA_REQUIRE_ALL_TESTS=1, as in CI,
+# that is exit 1: failed). Anything else: failed.
+set -u
+root=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+# Not under /tmp: every node gets its own /tmp (and /dev/shm), as real nodes
+# have (Slurm's PMIx plugin and OpenMPI name their files there per job, not per node).
+work=$(mktemp -d /var/tmp/wiola-slurm-mn.XXXXXX)
+chmod 755 "$work"
+id=$$
+bridge=wbr$id
+nodes=(node1 node2 node3)
+ns_of() { echo "wiola$id-$1"; }          # the network namespace of node $1
+host_if() { echo "wv$id${1#node}"; }     # the bridge end of node $1's veth pair
+pids=()
+made_ns=()
+made_bridge=0
+say() { echo "[slurm-multinode $(date +%T)] $*"; }
+cleanup() {
+  trap - EXIT
+  # Jobs first (their steps outlive slurmd), then the daemons, then whatever
+  # still runs inside the namespaces (by PID), then the namespaces and bridge.
+  if [ -n "${SLURM_CONF:-}" ] && [ ${#pids[@]} -gt 0 ]; then
+    scancel --full "--user=$(id -un)" 2>/dev/null
+    for _ in $(seq 20); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.25; done
+  fi
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  for _ in $(seq 30); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  for ns in "${made_ns[@]}"; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+  done
+  for ns in "${made_ns[@]}"; do
+    for _ in $(seq 20); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.1; done
+    ip netns del "$ns" 2>/dev/null
+  done
+  [ $made_bridge = 1 ] && ip link del "$bridge" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() {
+  say "FAIL: $*"
+  for f in "$work"/log/*.log "$work"/out/*.out; do
+    [ -f "$f" ] && { echo "---- $f (last 25 lines)"; tail -n 25 "$f"; }
+  done
+  exit 1
+}
+skip() {
+  say "SKIPPED: $*"
+  if [ "${WIOLA_REQUIRE_ALL_TESTS:-0}" = 1 ]; then
+    say "FAIL: WIOLA_REQUIRE_ALL_TESTS=1 (CI): the multi-node Slurm test must run here"
+    exit 1
+  fi
+  exit 77
+}
+
+# ---- Slurm, MUNGE, and the right to make namespaces ---------------------------
+[ "$(id -u)" -eq 0 ] || skip "making network namespaces and running the test cluster's daemons needs root"
+for tool in ip nsenter unshare hostname mount getent; do
+  command -v "$tool" >/dev/null || skip "$tool is missing"
+done
+missing=()
+for p in slurmctld slurmd slurm-client munge; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    >"$work/apt.log" 2>&1 || skip "apt-get install ${missing[*]} failed: $(tail -n 3 "$work/apt.log")"
+fi
+
+# ---- the network: a bridge on the host, one namespace per node ------------------
+# A 10.77.X.0/24 no interface or route of this machine uses.
+subnet=""
+for k in $(seq 0 199); do
+  x=$(( (id + k) % 200 + 20 ))
+  ip -o -4 addr show | grep -q " 10\.77\.$x\." && continue
+  ip -4 route show | grep -q "^10\.77\.$x\." && continue
+  subnet=10.77.$x
+  break
+done
+[ -n "$subnet" ] || skip "no free 10.77.X.0/24 subnet"
+ctl_addr=$subnet.1
+addr_of() { echo "$subnet.1${1#node}"; }  # node1 -> 10.77.X.11
+ip link add "$bridge" type bridge 2>"$work/ip.err" || skip "cannot make a bridge: $(cat "$work/ip.err")"
+made_bridge=1
+ip addr add "$ctl_addr/24" dev "$bridge" && ip link set "$bridge" up || skip "cannot configure the bridge"
+for n in "${nodes[@]}"; do
+  ns=$(ns_of "$n")
+  ip netns add "$ns" 2>"$work/ip.err" || skip "cannot make a network namespace: $(cat "$work/ip.err")"
+  made_ns+=("$ns")
+  ip link add "$(host_if "$n")" type veth peer name "wp$id${n#node}" 2>"$work/ip.err" ||
+    skip "cannot make a veth pair: $(cat "$work/ip.err")"
+  ip link set "wp$id${n#node}" netns "$ns" &&
+    ip link set "$(host_if "$n")" master "$bridge" &&
+    ip link set "$(host_if "$n")" up &&
+    ip netns exec "$ns" ip link set "wp$id${n#node}" name eth0 &&
+    ip netns exec "$ns" ip addr add "$(addr_of "$n")/24" dev eth0 &&
+    ip netns exec "$ns" ip link set eth0 up &&
+    ip netns exec "$ns" ip link set lo up &&
+    ip netns exec "$ns" ip route add default via "$ctl_addr" || skip "cannot configure the namespace of $n"
+done
+host=$(hostname -s)
+{
+  echo "127.0.0.1 localhost"
+  echo "$ctl_addr $host"
+  for n in "${nodes[@]}"; do echo "$(addr_of "$n") $n"; done
+} >"$work/hosts"
+chmod 644 "$work/hosts"
+# node_setup (sh -c, $0 the node, $1 the work folder, then the command): the
+# node's hostname, /etc/hosts, /tmp and /dev/shm, then exec the command.
+node_setup='hostname "$0" && mount --bind "$1/hosts" /etc/hosts && mount --bind "$1/tmp-$0" /tmp &&
+  mount -t tmpfs -o size=512m tmpfs /dev/shm && shift && exec "$@"'
+for n in "${nodes[@]}"; do mkdir -p "$work/tmp-$n" && chmod 1777 "$work/tmp-$n"; done
+# in_node NODE CMD...: CMD in NODE's namespaces (network, hostname, /etc/hosts).
+# nsenter, not `ip netns exec`, which remounts /sys (slurmd needs the host's
+# /sys/fs/cgroup).
+in_node() {
+  local n=$1
+  shift
+  nsenter --net="/run/netns/$(ns_of "$n")" unshare --uts --mount \
+    sh -c "$node_setup" "$n" "$work" "$@"
+}
+[ "$(in_node node2 hostname)" = node2 ] || skip "cannot give a namespace its own hostname"
+[ "$(in_node node2 ip -o route get "$(addr_of node3)" | sed -n 's/.* dev \([^ ]*\).*/\1/p')" = eth0 ] ||
+  skip "node2 has no route to node3 through eth0"
+say "network: bridge $bridge $ctl_addr/24 ($host), ${nodes[*]} at $(for n in "${nodes[@]}"; do printf '%s ' "$(addr_of "$n")"; done)"
+
+# ---- MUNGE and Slurm -----------------------------------------------------------
+mkdir -p "$work"/{munge,state,log,out}
+for n in "${nodes[@]}"; do mkdir -p "$work/spool/$n"; done
+chown munge:munge "$work/munge"
+chmod 700 "$work/munge"
+key=/etc/munge/munge.key
+[ -f "$key" ] || { mungekey --create --keyfile="$work/munge/munge.key" && key="$work/munge/munge.key"; }
+sock="$work/munge/munge.socket"   # a path: every namespace shares it
+su -s /bin/sh munge -c "/usr/sbin/munged --force --socket=$sock --key-file=$key \
+  --log-file=$work/munge/munged.log --pid-file=$work/munge/munged.pid \
+  --seed-file=$work/munge/munged.seed" || skip "munged would not start: $(tail -n 2 "$work/munge/munged.log")"
+for _ in $(seq 50); do [ -s "$work/munge/munged.pid" ] && break; sleep 0.1; done
+pids+=("$(cat "$work/munge/munged.pid")")
+
+free_ports() {
+  local taken=" " line port n=0
+  while read -r _ line _; do taken+="$((16#${line##*:})) "; done < <(grep -hv local_address /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+  while [ "$n" -lt "$1" ]; do
+    port=$((20000 + RANDOM % 40000))
+    case $taken in *" $port "*) continue ;; esac
+    taken+="$port "
+    echo "$port"
+    n=$((n + 1))
+  done
+}
+read -r -d '' ctld_port slurmd_port < <(free_ports 2)
+cat >"$work/slurm.conf" <<CONF
+ClusterName=wiolamn
+SlurmctldHost=$host($ctl_addr)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$sock,cred_expire=10
+CredType=cred/munge
+MpiDefault=pmix
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+ReturnToService=2
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool/%n
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd-%n.pid
+SlurmctldLogFile=$work/log/slurmctld.log
+SlurmdLogFile=$work/log/slurmd-%n.log
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+KillWait=5
+NodeName=node1 NodeAddr=$(addr_of node1) CPUs=8 RealMemory=4000 State=UNKNOWN
+NodeName=node2 NodeAddr=$(addr_of node2) CPUs=8 RealMemory=4000 State=UNKNOWN
+NodeName=node3 NodeAddr=$(addr_of node3) CPUs=8 RealMemory=4000 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+export SLURM_CONF="$work/slurm.conf"
+slurmctld -D -f "$SLURM_CONF" >"$work/log/slurmctld.out" 2>&1 &
+pids+=($!)
+for n in "${nodes[@]}"; do
+  # nsenter, unshare and sh each exec the next: this PID becomes slurmd's.
+  nsenter --net="/run/netns/$(ns_of "$n")" unshare --uts --mount \
+    sh -c "$node_setup" "$n" "$work" \
+    slurmd -D -N "$n" -f "$SLURM_CONF" >"$work/log/slurmd-$n.out" 2>&1 &
+  pids+=($!)
+done
+idle() { [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | grep -c ' idle$')" = ${#nodes[@]} ]; }
+for _ in $(seq 150); do idle && break; sleep 0.2; done
+idle || skip "the three-node cluster did not come up: $(sinfo -h -N -o '%N %T' 2>&1 | tr '\n' ' ') $(tail -n 3 "$work"/log/slurmd-node1.log "$work/log/slurmctld.log" 2>/dev/null)"
+say "cluster up: $(sinfo -h -N -o '%N %T %c' | tr '\n' ',')"
+say "slurmd PIDs: $(for p in "${pids[@]:2}"; do printf '%s=%s ' "$p" "$(cat /proc/"$p"/comm 2>/dev/null)"; done)"
+
+job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+wait_state() {  # wait_state JOB SECONDS STATE...
+  local job=$1 end=$((SECONDS + $2)) s
+  shift 2
+  while [ $SECONDS -lt $end ]; do
+    s=$(job_state "$job")
+    for want in "$@"; do [ "$s" = "$want" ] && return 0; done
+    sleep 0.2
+  done
+  return 1
+}
+# tx_bytes NODE: bytes NODE's eth0 has sent (counted at the bridge end)
+tx_bytes() { cat "/sys/class/net/$(host_if "$1")/statistics/rx_bytes"; }
+
+common=(WIOLA_ROOT="$root" WIOLA_BUILD="$build" WIOLA_CONFIG="$root/jobs/configs/test-tiny.ini"
+        TRAIN_DATA="$build/data/fortunes-train.h5" GPUS_PER_TASK=0
+        OMPI_MCA_rmaps_base_oversubscribe=1 OMP_WAIT_POLICY=PASSIVE CUDA_VISIBLE_DEVICES=0,1)
+cpu=(--gpus-per-node=0 --cpus-per-task=1 --chdir="$root")
+steps=40
+final_loss() { grep -E "^step +$steps/$steps \\|" "$1" | tail -n 1 | sed 's/.*| loss \([0-9.]*\) |.*/\1/'; }
+# train NAME [VAR=VALUE...] -- SBATCH_OPTIONS...: submits the flagship job, prints its id
+train() {
+  local name=$1 vars=()
+  shift
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  env "${common[@]}" RUN_DIR="$work/run-$name" PP=2 DP=2 EXTRA_ARGS="--steps $steps --save-interval 0" "${vars[@]}" \
+    sbatch --parsable "${cpu[@]}" --output="$work/out/$name-%j.out" "$@" "$root/jobs/wiola-1.5b-chinchilla.sbatch"
+}
+
+# ---- 1. 2 nodes x 2 tasks, and the same layout on one node ------------------------
+before=("$(tx_bytes node1)" "$(tx_bytes node2)")
+two=$(train two -- --nodes=2 --ntasks-per-node=2) || fail "sbatch of the 2-node job"
+one=$(train one -- --nodes=1 --ntasks=4 --ntasks-per-node=4 --nodelist=node3) || fail "sbatch of the 1-node job"
+say "2-node job $two, 1-node job $one submitted"
+out2="$work/out/two-$two.out"
+# The interface jobs/lib chose (printed before the ranks start).
+wait_state "$two" 60 RUNNING COMPLETED FAILED CANCELLED TIMEOUT || fail "the 2-node job did not start"
+for _ in $(seq 100); do grep -q "network:" "$out2" 2>/dev/null && break; sleep 0.2; done
+grep -qE "network: interface eth0 \(from the route from node[0-9] to node[0-9] \($subnet\.1[0-9]\)\) for OMPI_MCA_btl_tcp_if_include OMPI_MCA_oob_tcp_if_include NCCL_SOCKET_IFNAME" "$out2" ||
+  fail "jobs/lib did not choose eth0 for MPI and NCCL: $(grep 'network:' "$out2")"
+say "ok: $(grep -o 'network: .*' "$out2")"
+wait_state "$two" 120 COMPLETED FAILED CANCELLED TIMEOUT || fail "the 2-node job did not finish"
+[ "$(job_state "$two")" = COMPLETED ] || fail "the 2-node job ended $(job_state "$two")"
+after=("$(tx_bytes node1)" "$(tx_bytes node2)")
+log2="$work/run-two/logs/train-$two-0.log"
+[ -f "$log2" ] || fail "the 2-node job wrote no log"
+
+# Placement: rank 0 prints every rank's line at start.
+placement() {  # placement LOG: "rank host local_rank local_size device"
+  sed -nE 's/^rank ([0-9]+) on host ([^:]+): local rank ([0-9]+) of ([0-9]+), device ([^ ]+) .*/\1 \2 \3 \4 \5/p' "$1"
+}
+placement "$log2" >"$work/placement"
+[ "$(wc -l <"$work/placement")" = 4 ] || fail "not four placement lines: $(grep '^rank ' "$log2")"
+hosts=$(awk '{print $2}' "$work/placement" | sort -u | tr '\n' ' ')
+[ "$(awk '{print $2}' "$work/placement" | sort -u | wc -l)" = 2 ] || fail "the ranks ran on hosts $hosts, not two"
+for h in $hosts; do
+  case $h in node1 | node2 | node3) ;; *) fail "a rank ran on host $h, not a test node" ;; esac
+  [ "$(awk -v h="$h" '$2 == h { print $3 ":" $5 }' "$work/placement" | sort | tr '\n' ' ')" = "0:0 1:1 " ] ||
+    fail "the ranks on $h do not take devices 0 and 1 by local rank: $(grep "on host $h:" "$log2")"
+  awk -v h="$h" '$2 == h && $4 != 2 { bad = 1 } END { exit bad }' "$work/placement" ||
+    fail "the ranks on $h do not count 2 local ranks"
+done
+say "ok: placement across 2 nodes x 2 tasks with CUDA_VISIBLE_DEVICES=0,1:"
+grep -E '^rank [0-9]+ on host' "$log2" | sed 's/^/      /'
+
+# The traffic crossed the nodes' links.
+sent=$(( after[0] - before[0] + after[1] - before[1] ))
+[ "$sent" -gt 1000000 ] || fail "only $sent bytes crossed node1's and node2's links during the 2-node job"
+say "ok: $((sent / 1024)) KiB left node1 and node2 through their eth0 during the 2-node job"
+
+wait_state "$one" 120 COMPLETED FAILED CANCELLED TIMEOUT || fail "the 1-node job did not finish"
+[ "$(job_state "$one")" = COMPLETED ] || fail "the 1-node job ended $(job_state "$one")"
+log1="$work/run-one/logs/train-$one-0.log"
+grep -q "network: one node; MPI and NCCL choose their own interfaces" "$work/out/one-$one.out" ||
+  fail "jobs/lib did not leave the one-node job's interfaces alone: $(grep 'network:' "$work/out/one-$one.out")"
+[ "$(placement "$log1" | awk '{print $2}' | sort -u)" = node3 ] || fail "the 1-node job did not run on node3 alone"
+loss2=$(final_loss "$log2")
+loss1=$(final_loss "$log1")
+[ -n "$loss2" ] && [ -n "$loss1" ] || fail "a job did not reach step $steps (losses '$loss2', '$loss1')"
+[ "$loss2" = "$loss1" ] || fail "final loss $loss2 on 2 nodes x 2 tasks differs from $loss1 on 1 node x 4 tasks"
+say "ok: final loss $loss2 on 2 nodes x 2 tasks = $loss1 on 1 node x 4 tasks (PP 2 x DP 2, $steps steps)"
+
+# ---- 2. MPI pinned to loopback cannot cross nodes -----------------------------------
+# The ranks then connect to 127.0.0.1 in their own namespace, which holds no
+# peer (OpenMPI warns, finds the wrong process or none); the job must not
+# train: it fails, or it has not finished a step when the eth0 run had
+# finished all of them several times over (then it is cancelled).
+lo=$(train lo OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \
+       EXTRA_ARGS="--steps $steps --save-interval 0 --comm-timeout 10" -- --nodes=2 --ntasks-per-node=2) ||
+  fail "sbatch of the loopback job"
+# 3 tasks on one node that sees 2 devices, refused and allowed (meanwhile, on node3).
+share=$(train share PP=1 DP=3 EXTRA_ARGS="--steps 2 --device cuda --global-batch 6" -- \
+          --nodes=1 --ntasks=3 --ntasks-per-node=3 --nodelist=node3) || fail "sbatch of the shared-device job"
+allowed=$(train allowed PP=1 DP=3 EXTRA_ARGS="--steps 2 --device cuda --global-batch 6 --allow-shared-device" -- \
+            --nodes=1 --ntasks=3 --ntasks-per-node=3 --nodelist=node3) || fail "sbatch of the --allow-shared-device job"
+lolog="$work/run-lo/logs/train-$lo-0.log"
+wait_state "$lo" 30 RUNNING COMPLETED FAILED CANCELLED TIMEOUT || fail "the loopback job did not start"
+if wait_state "$lo" 25 COMPLETED FAILED CANCELLED TIMEOUT; then
+  [ "$(job_state "$lo")" = FAILED ] || fail "the 2-node job with MPI pinned to loopback ended $(job_state "$lo")"
+  how="failed"
+else
+  grep -qE "^step +[0-9]+/$steps" "$lolog" 2>/dev/null &&
+    fail "the 2-node job with MPI pinned to loopback trains: $(grep -E '^step' "$lolog" | tail -n 1)"
+  how="did not finish a step in 25 s (cancelled; its log ended: $(grep -v '^ ' "$lolog" 2>/dev/null | tail -n 1 | cut -c 1-100))"
+  scancel "$lo"
+fi
+grep -qE "^step +$steps/$steps" "$lolog" 2>/dev/null && fail "the 2-node job with MPI pinned to loopback completed"
+grep -q "kept as set: OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo" "$work/out/lo-$lo.out" ||
+  fail "jobs/lib did not keep the user's interface: $(grep 'network:' "$work/out/lo-$lo.out")"
+say "ok: with MPI pinned to loopback the 2-node job $how; OpenMPI: $(grep -m1 -hoE 'connect\(\) to 127\.0\.0\.1:[0-9]+ failed|received unexpected process identifier.*|unable to reach.*' "$work/out/lo-$lo.out" "$lolog" 2>/dev/null | head -n 1)"
+
+# ---- 3. 3 ranks, 2 devices on one node ------------------------------------------------
+wait_state "$share" 60 COMPLETED FAILED CANCELLED TIMEOUT || fail "the shared-device job did not end"
+[ "$(job_state "$share")" = FAILED ] || fail "the shared-device job ended $(job_state "$share")"
+refusal="ranks 0 and 2 on host node3 would share device 0: 3 ranks run there and each sees 2 devices"
+grep -q "$refusal" "$work/run-share/logs/train-$share-0.log" ||
+  fail "no refusal naming node3 and ranks 0 and 2: $(grep -i 'wiola-train' "$work/run-share/logs/train-$share-0.log" | head -n 3)"
+wait_state "$allowed" 60 COMPLETED FAILED CANCELLED TIMEOUT || fail "the --allow-shared-device job did not end"
+alog="$work/run-allowed/logs/train-$allowed-0.log"
+[ -s "$alog" ] || fail "the --allow-shared-device job wrote no log"
+grep -q "would share device" "$alog" && fail "--allow-shared-device was refused: $(grep 'would share' "$alog" | head -n 1)"
+say "ok: 3 tasks on node3 with CUDA_VISIBLE_DEVICES=0,1: $(grep -o "$refusal" "$work/run-share/logs/train-$share-0.log" | head -n 1)"
+say "    with --allow-shared-device not refused for sharing (this CPU build then: $(grep -m1 -o 'wiola-train: .*' "$alog" | cut -c 1-120 || true))"
+say "PASS"
