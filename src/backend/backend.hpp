@@ -13,9 +13,11 @@
 //    accumulate over micro-batches.
 //  * Linear layers store W as [out, in] and compute y = x · Wᵀ.
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/model_config.hpp"  // SummaryMode
 #include "core/tensor.hpp"
@@ -45,6 +47,16 @@ struct AttentionIndex {
   Tensor key_extra;   // I32 [batch*seq, 1]: ... and also key row key_extra[i] (-1: none)
   Tensor ctx_row;     // I32 [batch*seq, 1]: absolute row of every context tensor for query i
 };
+
+// WIOLA_POISON_UNINIT=1 in the environment (read once): alloc_uninit fills
+// with all bits set (NaN in fp32, fp64 and bf16, -1 in i32).
+inline bool poison_uninit_requested() {
+  static const bool on = [] {
+    const char* v = std::getenv("WIOLA_POISON_UNINIT");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return on;
+}
 
 class Backend {
  public:
@@ -77,8 +89,9 @@ class Backend {
   // The same, its contents unspecified: for an op's output that the op
   // writes whole (a product with accumulate = false, an elementwise result),
   // where zero-filling first is wasted memory traffic. A backend may return
-  // zeros; the CPU backend fills it with NaN when WIOLA_POISON_UNINIT=1 (the
-  // test suite sets it), so a reader of an element nobody wrote fails a test.
+  // zeros; the CPU and CUDA backends fill it with NaN when
+  // WIOLA_POISON_UNINIT=1 (poison_uninit_requested(); the test suite sets
+  // it), so a reader of an element nobody wrote fails a test.
   virtual Tensor alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
     return alloc(dtype, rows, cols);
   }

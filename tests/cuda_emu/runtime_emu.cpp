@@ -53,10 +53,11 @@ void* allocate(std::size_t bytes, Stream, const char* what) {
 }
 void release(void* p, Stream) { std::free(p); }
 void reserve_pool(std::size_t, Stream) {}  // host memory: nothing to set aside
-void memset_zero(void* p, std::size_t bytes, Stream) {
+void memset_zero(void* p, std::size_t bytes, Stream s) { memset_bytes(p, 0, bytes, s); }
+void memset_bytes(void* p, int value, std::size_t bytes, Stream) {
   if (!bytes) return;
   count_device_event(DeviceEvent::Memset, static_cast<std::int64_t>(bytes));
-  std::memset(p, 0, bytes);
+  std::memset(p, value, bytes);
 }
 void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
   if (!bytes) return;

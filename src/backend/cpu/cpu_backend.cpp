@@ -31,15 +31,6 @@ void check_same(std::string_view op, const Tensor& src, const Tensor& dst) {
   check_shape(op, "dst", dst, src.rows(), src.cols());
 }
 
-// WIOLA_POISON_UNINIT=1: alloc_uninit fills with NaN (read once).
-bool poison_uninit() {
-  static const bool on = [] {
-    const char* v = std::getenv("WIOLA_POISON_UNINIT");
-    return v != nullptr && std::string_view(v) == "1";
-  }();
-  return on;
-}
-
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
@@ -93,7 +84,7 @@ Tensor CpuBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
 Tensor CpuBackend::alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
   Tensor t = allocate(dtype, rows, cols, "alloc_uninit");
   // All bits set: NaN in fp32 and fp64, -1 in i32.
-  if (poison_uninit()) std::memset(t.data(), 0xFF, t.bytes());
+  if (poison_uninit_requested()) std::memset(t.data(), 0xFF, t.bytes());
   return t;
 }
 

@@ -73,6 +73,23 @@ Backend::MemoryStats CudaBackend::memory() const {
 }
 
 Tensor CudaBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
+  Tensor t = allocate_tensor(dtype, rows, cols, "a");
+  memset_zero(t.data(), aligned_bytes(t), stream_);  // Backend::alloc hands out zeros
+  return t;
+}
+
+Tensor CudaBackend::alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
+  Tensor t = allocate_tensor(dtype, rows, cols, "an uninitialised");
+  if (poison_uninit_requested()) memset_bytes(t.data(), 0xFF, aligned_bytes(t), stream_);
+  return t;
+}
+
+std::size_t CudaBackend::aligned_bytes(const Tensor& t) {
+  return std::max(kAlignment, (t.bytes() + kAlignment - 1) / kAlignment * kAlignment);
+}
+
+Tensor CudaBackend::allocate_tensor(DType dtype, std::int64_t rows, std::int64_t cols,
+                                    const char* kind) {
   require(rows >= 0 && cols >= 0, "alloc: negative shape ", rows, "x", cols);
   const std::size_t es = dtype_size(dtype);
   require(cols == 0 || static_cast<std::uint64_t>(rows) <=
@@ -80,10 +97,9 @@ Tensor CudaBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
           "alloc: ", rows, "x", cols, " ", dtype_name(dtype), " is too large");
   std::size_t bytes = static_cast<std::size_t>(rows * cols) * es;
   bytes = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-  const std::string what = "a " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
-                           std::string(dtype_name(dtype)) + " tensor";
+  const std::string what = std::string(kind) + " " + std::to_string(rows) + "x" +
+                           std::to_string(cols) + " " + std::string(dtype_name(dtype)) + " tensor";
   auto* p = static_cast<std::byte*>(allocate(bytes, stream_, what.c_str()));
-  memset_zero(p, bytes, stream_);  // Backend::alloc hands out zeros
   const std::size_t now = memory_->in_use += bytes;
   std::size_t peak = memory_->peak.load();
   while (now > peak && !memory_->peak.compare_exchange_weak(peak, now)) {

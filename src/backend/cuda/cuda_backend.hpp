@@ -33,6 +33,9 @@ class CudaBackend final : public Backend {
   void reserve_memory(std::size_t bytes) override;
 
   Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
+  // Without the zero-fill (a memset of the whole tensor): for outputs an op
+  // writes whole. All bits set under WIOLA_POISON_UNINIT=1, as on the CPU.
+  Tensor alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) override;
   void fill(const Tensor& t, double value) override;
   void copy(const Tensor& src, const Tensor& dst) override;
   void convert(const Tensor& src, const Tensor& dst) override;
@@ -122,6 +125,10 @@ class CudaBackend final : public Backend {
 
  private:
   struct Memory;
+  // Stream-ordered memory for a tensor (its size rounded up to kAlignment),
+  // returned to the pool when the last view of it goes.
+  Tensor allocate_tensor(DType dtype, std::int64_t rows, std::int64_t cols, const char* kind);
+  static std::size_t aligned_bytes(const Tensor& t);
   int device_;
   Stream stream_ = nullptr;
   std::shared_ptr<Memory> memory_;  // shared with every allocation's deleter

@@ -39,6 +39,7 @@ void release(void* p, Stream s);
 // to the driver) and grows it to at least `bytes` now.
 void reserve_pool(std::size_t bytes, Stream s);
 void memset_zero(void* p, std::size_t bytes, Stream s);
+void memset_bytes(void* p, int value, std::size_t bytes, Stream s);  // every byte = value
 void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, Stream s);
 void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, Stream s);
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s);

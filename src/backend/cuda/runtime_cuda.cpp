@@ -123,10 +123,12 @@ void reserve_pool(std::size_t bytes, Stream s) {
   synchronize(s);
 }
 
-void memset_zero(void* p, std::size_t bytes, Stream s) {
+void memset_zero(void* p, std::size_t bytes, Stream s) { memset_bytes(p, 0, bytes, s); }
+
+void memset_bytes(void* p, int value, std::size_t bytes, Stream s) {
   if (!bytes) return;
   count_device_event(DeviceEvent::Memset, static_cast<std::int64_t>(bytes));
-  WIOLA_CUDA(cudaMemsetAsync(p, 0, bytes, as_stream(s)));
+  WIOLA_CUDA(cudaMemsetAsync(p, value, bytes, as_stream(s)));
 }
 
 void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, Stream s) {
