@@ -20,6 +20,7 @@
 #   2. the same 2-node job with MPI pinned to loopback
 #      (OMPI_MCA_btl_tcp_if_include=lo, kept by jobs/lib as the user's
 #      choice) fails: its traffic must cross the namespaces' interfaces;
+#   2b. the profiling job (jobs/profile.sbatch) runs on the same 2 nodes;
 #   3. 3 tasks on one node that sees CUDA_VISIBLE_DEVICES=0,1 are refused
 #      (--device cuda), naming the host and the two ranks that would share a
 #      device; with --allow-shared-device that refusal is not made.
@@ -102,6 +103,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # ---- the network: a bridge on the host, one namespace per node ------------------
+# What an earlier run killed outright (SIGKILL: no cleanup) left: its
+# namespaces and bridge, named after its PID, once that PID is gone.
+for ns in $(ip netns list 2>/dev/null | grep -oE '^wiola[0-9]+-node[0-9]+'); do
+  owner=${ns#wiola}
+  owner=${owner%%-*}
+  kill -0 "$owner" 2>/dev/null && continue
+  for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+  sleep 0.2
+  ip netns del "$ns" 2>/dev/null && say "removed $ns, left by a run that was killed"
+done
+for br in $(ip -o link show type bridge 2>/dev/null | grep -oE ' wbr[0-9]+:' | tr -d ' :'); do
+  kill -0 "${br#wbr}" 2>/dev/null || { ip link del "$br" 2>/dev/null && say "removed bridge $br, left by a run that was killed"; }
+done
 # A 10.77.X.0/24 no interface or route of this machine uses.
 subnet=""
 for k in $(seq 0 199); do
@@ -325,6 +339,10 @@ share=$(train share PP=1 DP=3 EXTRA_ARGS="--steps 2 --device cuda --global-batch
           --nodes=1 --ntasks=3 --ntasks-per-node=3 --nodelist=node3) || fail "sbatch of the shared-device job"
 allowed=$(train allowed PP=1 DP=3 EXTRA_ARGS="--steps 2 --device cuda --global-batch 6 --allow-shared-device" -- \
             --nodes=1 --ntasks=3 --ntasks-per-node=3 --nodelist=node3) || fail "sbatch of the --allow-shared-device job"
+# The profiling job across the same 2 nodes (meanwhile, beside the loopback job).
+prof=$(env "${common[@]}" RUN_DIR="$work/run-prof" PP=2 DP=2 PROFILE_STEPS=4 WARMUP_STEPS=2 \
+         sbatch --parsable "${cpu[@]}" --nodes=2 --ntasks-per-node=2 --output="$work/out/prof-%j.out" \
+         "$root/jobs/profile.sbatch") || fail "sbatch of the profiling job"
 lolog="$work/run-lo/logs/train-$lo-0.log"
 wait_state "$lo" 30 RUNNING COMPLETED FAILED CANCELLED TIMEOUT || fail "the loopback job did not start"
 if wait_state "$lo" 25 COMPLETED FAILED CANCELLED TIMEOUT; then
@@ -333,13 +351,21 @@ if wait_state "$lo" 25 COMPLETED FAILED CANCELLED TIMEOUT; then
 else
   grep -qE "^step +[0-9]+/$steps" "$lolog" 2>/dev/null &&
     fail "the 2-node job with MPI pinned to loopback trains: $(grep -E '^step' "$lolog" | tail -n 1)"
-  how="did not finish a step in 25 s (cancelled; its log ended: $(grep -v '^ ' "$lolog" 2>/dev/null | tail -n 1 | cut -c 1-100))"
+  how="did not finish a step in 25 s (cancelled; its log ended: $(grep -vE '^[- ]|^$' "$lolog" 2>/dev/null | tail -n 1 | cut -c 1-100))"
   scancel "$lo"
 fi
 grep -qE "^step +$steps/$steps" "$lolog" 2>/dev/null && fail "the 2-node job with MPI pinned to loopback completed"
 grep -q "kept as set: OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo" "$work/out/lo-$lo.out" ||
   fail "jobs/lib did not keep the user's interface: $(grep 'network:' "$work/out/lo-$lo.out")"
 say "ok: with MPI pinned to loopback the 2-node job $how; OpenMPI: $(grep -m1 -hoE 'connect\(\) to 127\.0\.0\.1:[0-9]+ failed|received unexpected process identifier.*|unable to reach.*' "$work/out/lo-$lo.out" "$lolog" 2>/dev/null | head -n 1)"
+
+wait_state "$prof" 60 COMPLETED FAILED CANCELLED TIMEOUT || fail "the 2-node profiling job did not finish"
+[ "$(job_state "$prof")" = COMPLETED ] || fail "the 2-node profiling job ended $(job_state "$prof")"
+for f in profile.csv profile.json trace.json; do
+  [ -s "$work/run-prof/profile-$prof/$f" ] || fail "the 2-node profiling job wrote no $f"
+done
+grep -q "network: interface eth0" "$work/out/prof-$prof.out" || fail "the profiling job did not choose eth0"
+say "ok: the profiling job on 2 nodes x 2 tasks (eth0) wrote profile.csv, profile.json, trace.json"
 
 # ---- 3. 3 ranks, 2 devices on one node ------------------------------------------------
 wait_state "$share" 60 COMPLETED FAILED CANCELLED TIMEOUT || fail "the shared-device job did not end"
