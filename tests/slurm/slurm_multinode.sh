@@ -351,7 +351,8 @@ if wait_state "$lo" 25 COMPLETED FAILED CANCELLED TIMEOUT; then
 else
   grep -qE "^step +[0-9]+/$steps" "$lolog" 2>/dev/null &&
     fail "the 2-node job with MPI pinned to loopback trains: $(grep -E '^step' "$lolog" | tail -n 1)"
-  how="did not finish a step in 25 s (cancelled; its log ended: $(grep -vE '^[- ]|^$' "$lolog" 2>/dev/null | tail -n 1 | cut -c 1-100))"
+  grep -q "^wiola-train: device" "$lolog" 2>/dev/null && started="after" || started="before"
+  how="did not finish a step in 25 s, stuck $started wiola-train's start-up report (cancelled; its log ended: $(grep -vE '^[- ]|^$' "$lolog" 2>/dev/null | tail -n 1 | cut -c 1-100))"
   scancel "$lo"
 fi
 grep -qE "^step +$steps/$steps" "$lolog" 2>/dev/null && fail "the 2-node job with MPI pinned to loopback completed"
