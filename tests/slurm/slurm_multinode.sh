@@ -48,8 +48,8 @@ cleanup() {
   # Jobs first (their steps outlive slurmd), then the daemons, then whatever
   # still runs inside the namespaces (by PID), then the namespaces and bridge.
   if [ -n "${SLURM_CONF:-}" ] && [ ${#pids[@]} -gt 0 ]; then
-    scancel --full "--user=$(id -un)" 2>/dev/null
-    for _ in $(seq 20); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.25; done
+    timeout 10 scancel --full "--user=$(id -un)" 2>/dev/null
+    for _ in $(seq 20); do [ -z "$(timeout 5 squeue -h 2>/dev/null)" ] && break; sleep 0.25; done
   fi
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
   for _ in $(seq 30); do
