@@ -83,7 +83,7 @@ TEST(ModelSource, RefusesWhatIsNotAModel) {
     open_model_source(dir + "empty");
     FAIL() << "an empty directory was taken for a model";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("neither a checkpoint"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a checkpoint, nor a save folder"), std::string::npos) << e.what();
   }
   fs::create_directories(dir + "lonely");
   { std::ofstream(dir + "lonely/model.safetensors") << "x"; }
