@@ -40,7 +40,8 @@ build=$(cd "$2" && pwd)
 work=$(mktemp -d /tmp/wiola-slurm.XXXXXX)
 chmod 755 "$work"
 pids=()
-say() { echo "[slurm-test $(date +%T)] $*"; }
+test_name=slurm-test
+source "$(dirname "$0")/slurm_lib.sh"
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
   sleep 1
@@ -48,62 +49,13 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fail() {
-  say "FAIL: $*"
-  for f in "$work"/log/*.log "$work"/out/*.out; do
-    [ -f "$f" ] && { echo "---- $f (last 25 lines)"; tail -n 25 "$f"; }
-  done
-  exit 1
-}
-# Where the whole suite must run (CI sets WIOLA_REQUIRE_ALL_TESTS=1), a skip
-# is a failure; elsewhere it is reported (CTest: skipped, run-all.sh: a banner).
-skip() {
-  say "SKIPPED: $*"
-  if [ "${WIOLA_REQUIRE_ALL_TESTS:-0}" = 1 ]; then
-    say "FAIL: WIOLA_REQUIRE_ALL_TESTS=1 (CI): the Slurm test must run here"
-    exit 1
-  fi
-  exit 77
-}
 
 # ---- Slurm and MUNGE ---------------------------------------------------------
-missing=()
-for p in slurmctld slurmd slurm-client munge; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  [ "$(id -u)" -eq 0 ] || skip "Slurm packages missing (${missing[*]}) and not root to install them"
-  say "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    >"$work/apt.log" 2>&1 || skip "apt-get install ${missing[*]} failed: $(tail -n 3 "$work/apt.log")"
-fi
+install_slurm
 [ "$(id -u)" -eq 0 ] || skip "the test cluster runs its daemons as root (SlurmUser=root)"
 
-mkdir -p "$work"/{munge,state,spool,log,out,run}
-chown munge:munge "$work/munge"
-chmod 700 "$work/munge"
-key=/etc/munge/munge.key
-[ -f "$key" ] || { mungekey --create --keyfile="$work/munge/munge.key" && key="$work/munge/munge.key"; }
-sock="$work/munge/munge.socket"
-su -s /bin/sh munge -c "/usr/sbin/munged --force --socket=$sock --key-file=$key \
-  --log-file=$work/munge/munged.log --pid-file=$work/munge/munged.pid \
-  --seed-file=$work/munge/munged.seed" || skip "munged would not start: $(tail -n 2 "$work/munge/munged.log")"
-for _ in $(seq 50); do [ -s "$work/munge/munged.pid" ] && break; sleep 0.1; done
-pids+=("$(cat "$work/munge/munged.pid")")
-
-# free_ports N: N distinct TCP ports nothing listens on, from the kernel's
-# socket tables (no Python or iproute2 needed).
-free_ports() {
-  local taken=" " line port n=0
-  while read -r _ line _; do taken+="$((16#${line##*:})) "; done < <(grep -hv local_address /proc/net/tcp /proc/net/tcp6 2>/dev/null)
-  while [ "$n" -lt "$1" ]; do
-    port=$((20000 + RANDOM % 40000))
-    case $taken in *" $port "*) continue ;; esac
-    taken+="$port "
-    echo "$port"
-    n=$((n + 1))
-  done
-}
+mkdir -p "$work"/{state,spool,log,out,run}
+start_munged
 read -r -d '' ctld_port slurmd_port < <(free_ports 2)
 host=$(hostname -s)
 cat >"$work/slurm.conf" <<CONF
@@ -144,19 +96,6 @@ for _ in $(seq 100); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sle
   skip "the one-node cluster did not come up: $(tail -n 3 "$work/log/slurmctld.log" "$work/log/slurmd.log" 2>/dev/null)"
 say "cluster up: $(sinfo -h -o '%P %D %T %c CPUs')"
 
-job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-wait_state() {  # wait_state JOB SECONDS STATE...
-  local job=$1 limit=$2
-  shift 2
-  for _ in $(seq $((limit * 5))); do
-    local s
-    s=$(job_state "$job")
-    for want in "$@"; do [ "$s" = "$want" ] && return 0; done
-    sleep 0.2
-  done
-  return 1
-}
-
 restarts() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p'; }
 wait_restart() {  # wait_restart JOB SECONDS: until Slurm has requeued it once
   for _ in $(seq $(($2 * 5))); do
@@ -176,7 +115,6 @@ cpu=(--nodes=1 --gpus-per-node=0 --cpus-per-task=1 --chdir="$root")
 # finished before the SIGTERM arrived).
 steps=1000
 last=step-$(printf %08d "$steps")
-final_loss() { grep -E "^step +$steps/$steps \\|" "$1" | tail -n 1 | sed 's/.*| loss \([0-9.]*\) |.*/\1/'; }
 
 # ---- 1. training: preempted by the warning signal, requeued, resumed ----------
 job=$(env "${common[@]}" EXTRA_ARGS="--steps $steps" PP=2 DP=2 sbatch --parsable "${cpu[@]}" --ntasks=4 \

@@ -42,7 +42,8 @@ host_if() { echo "wv$id${1#node}"; }     # the bridge end of node $1's veth pair
 pids=()
 made_ns=()
 made_bridge=0
-say() { echo "[slurm-multinode $(date +%T)] $*"; }
+test_name=slurm-multinode
+source "$(dirname "$0")/slurm_lib.sh"
 cleanup() {
   trap - EXIT
   # Jobs first (their steps outlive slurmd), then the daemons, then whatever
@@ -71,36 +72,13 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-fail() {
-  say "FAIL: $*"
-  for f in "$work"/log/*.log "$work"/out/*.out; do
-    [ -f "$f" ] && { echo "---- $f (last 25 lines)"; tail -n 25 "$f"; }
-  done
-  exit 1
-}
-skip() {
-  say "SKIPPED: $*"
-  if [ "${WIOLA_REQUIRE_ALL_TESTS:-0}" = 1 ]; then
-    say "FAIL: WIOLA_REQUIRE_ALL_TESTS=1 (CI): the multi-node Slurm test must run here"
-    exit 1
-  fi
-  exit 77
-}
 
 # ---- Slurm, MUNGE, and the right to make namespaces ---------------------------
 [ "$(id -u)" -eq 0 ] || skip "making network namespaces and running the test cluster's daemons needs root"
 for tool in ip nsenter unshare hostname mount getent; do
   command -v "$tool" >/dev/null || skip "$tool is missing"
 done
-missing=()
-for p in slurmctld slurmd slurm-client munge; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    >"$work/apt.log" 2>&1 || skip "apt-get install ${missing[*]} failed: $(tail -n 3 "$work/apt.log")"
-fi
+install_slurm
 
 # ---- the network: a bridge on the host, one namespace per node ------------------
 # What an earlier run killed outright (SIGKILL: no cleanup) left: its
@@ -173,30 +151,9 @@ in_node() {
 say "network: bridge $bridge $ctl_addr/24 ($host), ${nodes[*]} at $(for n in "${nodes[@]}"; do printf '%s ' "$(addr_of "$n")"; done)"
 
 # ---- MUNGE and Slurm -----------------------------------------------------------
-mkdir -p "$work"/{munge,state,log,out}
+mkdir -p "$work"/{state,log,out}
 for n in "${nodes[@]}"; do mkdir -p "$work/spool/$n"; done
-chown munge:munge "$work/munge"
-chmod 700 "$work/munge"
-key=/etc/munge/munge.key
-[ -f "$key" ] || { mungekey --create --keyfile="$work/munge/munge.key" && key="$work/munge/munge.key"; }
-sock="$work/munge/munge.socket"   # a path: every namespace shares it
-su -s /bin/sh munge -c "/usr/sbin/munged --force --socket=$sock --key-file=$key \
-  --log-file=$work/munge/munged.log --pid-file=$work/munge/munged.pid \
-  --seed-file=$work/munge/munged.seed" || skip "munged would not start: $(tail -n 2 "$work/munge/munged.log")"
-for _ in $(seq 50); do [ -s "$work/munge/munged.pid" ] && break; sleep 0.1; done
-pids+=("$(cat "$work/munge/munged.pid")")
-
-free_ports() {
-  local taken=" " line port n=0
-  while read -r _ line _; do taken+="$((16#${line##*:})) "; done < <(grep -hv local_address /proc/net/tcp /proc/net/tcp6 2>/dev/null)
-  while [ "$n" -lt "$1" ]; do
-    port=$((20000 + RANDOM % 40000))
-    case $taken in *" $port "*) continue ;; esac
-    taken+="$port "
-    echo "$port"
-    n=$((n + 1))
-  done
-}
+start_munged
 read -r -d '' ctld_port slurmd_port < <(free_ports 2)
 cat >"$work/slurm.conf" <<CONF
 ClusterName=wiolamn
@@ -243,17 +200,6 @@ idle || skip "the three-node cluster did not come up: $(sinfo -h -N -o '%N %T' 2
 say "cluster up: $(sinfo -h -N -o '%N %T %c' | tr '\n' ',')"
 say "slurmd PIDs: $(for p in "${pids[@]:2}"; do printf '%s=%s ' "$p" "$(cat /proc/"$p"/comm 2>/dev/null)"; done)"
 
-job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-wait_state() {  # wait_state JOB SECONDS STATE...
-  local job=$1 end=$((SECONDS + $2)) s
-  shift 2
-  while [ $SECONDS -lt $end ]; do
-    s=$(job_state "$job")
-    for want in "$@"; do [ "$s" = "$want" ] && return 0; done
-    sleep 0.2
-  done
-  return 1
-}
 # tx_bytes NODE: bytes NODE's eth0 has sent (counted at the bridge end)
 tx_bytes() { cat "/sys/class/net/$(host_if "$1")/statistics/rx_bytes"; }
 
@@ -262,7 +208,6 @@ common=(WIOLA_ROOT="$root" WIOLA_BUILD="$build" WIOLA_CONFIG="$root/jobs/configs
         OMPI_MCA_rmaps_base_oversubscribe=1 OMP_WAIT_POLICY=PASSIVE CUDA_VISIBLE_DEVICES=0,1)
 cpu=(--gpus-per-node=0 --cpus-per-task=1 --chdir="$root")
 steps=40
-final_loss() { grep -E "^step +$steps/$steps \\|" "$1" | tail -n 1 | sed 's/.*| loss \([0-9.]*\) |.*/\1/'; }
 # train NAME [VAR=VALUE...] -- SBATCH_OPTIONS...: submits the flagship job, prints its id
 train() {
   local name=$1 vars=()
