@@ -30,6 +30,11 @@ namespace {
 
 constexpr std::size_t kAlignment = 256;
 
+// What an allocation of `bytes` takes: at least one aligned block, whole blocks.
+std::size_t rounded_up(std::size_t bytes) {
+  return std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(int device) : device_(device), memory_(std::make_shared<Memory>()) {
@@ -74,18 +79,14 @@ Backend::MemoryStats CudaBackend::memory() const {
 
 Tensor CudaBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
   Tensor t = allocate_tensor(dtype, rows, cols, "a");
-  memset_zero(t.data(), aligned_bytes(t), stream_);  // Backend::alloc hands out zeros
+  memset_zero(t.data(), rounded_up(t.bytes()), stream_);  // Backend::alloc hands out zeros
   return t;
 }
 
 Tensor CudaBackend::alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
   Tensor t = allocate_tensor(dtype, rows, cols, "an uninitialised");
-  if (poison_uninit_requested()) memset_bytes(t.data(), 0xFF, aligned_bytes(t), stream_);
+  if (poison_uninit_requested()) memset_bytes(t.data(), 0xFF, rounded_up(t.bytes()), stream_);
   return t;
-}
-
-std::size_t CudaBackend::aligned_bytes(const Tensor& t) {
-  return std::max(kAlignment, (t.bytes() + kAlignment - 1) / kAlignment * kAlignment);
 }
 
 Tensor CudaBackend::allocate_tensor(DType dtype, std::int64_t rows, std::int64_t cols,
@@ -95,8 +96,7 @@ Tensor CudaBackend::allocate_tensor(DType dtype, std::int64_t rows, std::int64_t
   require(cols == 0 || static_cast<std::uint64_t>(rows) <=
                            (std::size_t(1) << 46) / es / static_cast<std::uint64_t>(cols),
           "alloc: ", rows, "x", cols, " ", dtype_name(dtype), " is too large");
-  std::size_t bytes = static_cast<std::size_t>(rows * cols) * es;
-  bytes = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  const std::size_t bytes = rounded_up(static_cast<std::size_t>(rows * cols) * es);
   const std::string what = std::string(kind) + " " + std::to_string(rows) + "x" +
                            std::to_string(cols) + " " + std::string(dtype_name(dtype)) + " tensor";
   auto* p = static_cast<std::byte*>(allocate(bytes, stream_, what.c_str()));

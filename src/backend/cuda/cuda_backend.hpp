@@ -128,7 +128,6 @@ class CudaBackend final : public Backend {
   // Stream-ordered memory for a tensor (its size rounded up to kAlignment),
   // returned to the pool when the last view of it goes.
   Tensor allocate_tensor(DType dtype, std::int64_t rows, std::int64_t cols, const char* kind);
-  static std::size_t aligned_bytes(const Tensor& t);
   int device_;
   Stream stream_ = nullptr;
   std::shared_ptr<Memory> memory_;  // shared with every allocation's deleter
