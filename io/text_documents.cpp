@@ -179,8 +179,7 @@ bool DocumentReader::next_gathered(RawDocument& doc) {
     started_file_ = true;
     return true;
   }
-  started_file_ = false;
-  return false;
+  return false;  // next() closes the file and resets started_file_
 }
 
 namespace {
