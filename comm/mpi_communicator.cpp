@@ -54,8 +54,30 @@ MpiCommunicator::Impl::~Impl() {
 
 std::string MpiCommunicator::Impl::peer(int r) const {
   std::string s = "rank " + std::to_string(r);
-  if (r >= 0 && r < size && world_ranks[r] != r)
-    s += " (world " + std::to_string(world_ranks[r]) + ")";
+  if (r < 0 || r >= size) return s;
+  std::vector<std::string> notes;
+  if (world_ranks[r] != r) notes.push_back("world " + std::to_string(world_ranks[r]));
+  const std::string host = detail::host_of(world_ranks[r]);
+  if (!host.empty() && host != detail::identity().host) notes.push_back("host " + host);
+  if (notes.size() == 1) s += " (" + notes[0] + ")";
+  if (notes.size() == 2) s += " (" + notes[0] + ", " + notes[1] + ")";
+  return s;
+}
+
+std::string MpiCommunicator::Impl::remote_members() const {
+  constexpr int kListed = 8;
+  std::string s;
+  int listed = 0, more = 0;
+  for (int w : world_ranks) {
+    const std::string host = detail::host_of(w);
+    if (host.empty() || host == detail::identity().host) continue;
+    if (listed == kListed) {
+      ++more;
+      continue;
+    }
+    s += (listed++ ? ", world " : "world ") + std::to_string(w) + " on " + host;
+  }
+  if (more) s += " and " + std::to_string(more) + " more";
   return s;
 }
 
@@ -107,6 +129,7 @@ std::unique_ptr<Request> MpiCommunicator::post_send(ConstBuffer buf, std::size_t
   check_peer(*impl_, dst, tag, "destination");
   auto req = std::make_unique<MpiRequest>(
       impl_, "MPI_Isend to " + impl_->peer(dst) + " tag " + std::to_string(tag));
+  req->set_peer(dst);
   const auto* p = static_cast<const std::byte*>(buf.data);
   // Pieces of one message share the tag; MPI keeps them in order.
   detail::for_each_piece(bytes, impl_->chunk_limit, [&](std::size_t off, int n) {
@@ -121,6 +144,7 @@ std::unique_ptr<Request> MpiCommunicator::post_recv(Buffer buf, std::size_t byte
   check_peer(*impl_, src, tag, "source");
   auto req = std::make_unique<MpiRequest>(
       impl_, "MPI_Irecv from " + impl_->peer(src) + " tag " + std::to_string(tag));
+  req->set_peer(src);
   auto* p = static_cast<std::byte*>(buf.data);
   detail::for_each_piece(bytes, impl_->chunk_limit, [&](std::size_t off, int n) {
     MPI_Request r = MPI_REQUEST_NULL;

@@ -40,8 +40,12 @@ std::string format_seconds(double s);
 // The peer watch (peer_watch.cpp): watch_local_peers() (collective over the
 // world) records the ranks on this host whose processes this one can see;
 // dead_local_peer() names one of them that has died since ("" when none).
+// It also records every rank's host: host_of(world_rank) ("" before the
+// watch, or for a rank out of range), so that a wait on a rank of another
+// node names that node.
 void watch_local_peers();
 std::string dead_local_peer();
+std::string host_of(int world_rank);
 
 // Checks an MPI call that is not tied to a communicator (init, finalize, world setup).
 void check_global(int rc, const char* call);
@@ -90,8 +94,12 @@ struct MpiCommunicator::Impl {
   Impl& operator=(const Impl&) = delete;
   ~Impl();
 
-  // "rank 2", or "rank 2 (world 5)" when the ranks differ.
+  // "rank 2", or "rank 2 (world 5)" when the ranks differ, with the host
+  // when it is known and not this one's: "rank 2 (world 5, host node3)".
   std::string peer(int r) const;
+  // The members on other hosts, "world 5 on node3, world 7 on node4" (at
+  // most 8, then a count); "" when there are none or the hosts are unknown.
+  std::string remote_members() const;
   // On rc != MPI_SUCCESS: "<what> on '<name>' failed: <MPI error string>", then abort.
   void check(int rc, const std::string& what) const {
     if (rc != MPI_SUCCESS) fail_call(rc, what);
@@ -120,6 +128,9 @@ class MpiRequest final : public Request {
   void then(Continuation next) { next_ = std::move(next); }
   const std::string& what() const { return what_; }
   MpiCommunicator::Impl& ctx() const { return *ctx_; }
+  // The one rank this request waits on (a send or receive); a timeout then
+  // names it alone instead of the group's members on other hosts.
+  void set_peer(int r) { peer_ = r; }
 
  private:
   std::shared_ptr<MpiCommunicator::Impl> ctx_;
@@ -127,6 +138,7 @@ class MpiRequest final : public Request {
   std::vector<MPI_Request> reqs_;
   std::vector<long long> expect_;
   Continuation next_;
+  int peer_ = -1;
   bool done_ = false;
 };
 

@@ -65,8 +65,15 @@ void MpiRequest::wait() {
   for (int polls = 0; !test(); ++polls) {
     const double limit = ctx_->timeout;
     const double waited = std::chrono::duration<double>(clock::now() - start).count();
-    if (limit > 0 && waited >= limit)
-      ctx_->fail(what_, "timed out after " + detail::format_seconds(limit) + " s", kAbortTimeout);
+    if (limit > 0 && waited >= limit) {
+      // A collective cannot say which member is missing; on a lost node it
+      // is one of those on other hosts, so name them.
+      const std::string remote = peer_ < 0 ? ctx_->remote_members() : "";
+      ctx_->fail(what_,
+                 "timed out after " + detail::format_seconds(limit) + " s" +
+                     (remote.empty() ? "" : " (its members on other hosts: " + remote + ")"),
+                 kAbortTimeout);
+    }
     if (waited >= next_look) {
       next_look = waited + 1.0;
       const std::string dead = detail::dead_local_peer();

@@ -28,6 +28,27 @@ std::vector<Peer>& watched() {
   return peers;
 }
 
+std::vector<std::string>& hosts() {
+  static std::vector<std::string> by_world_rank;
+  return by_world_rank;
+}
+
+// Every rank's host name, gathered once so that messages can name a rank's node.
+void gather_hosts(int size) {
+  const std::string& mine = identity().host;
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  mine.copy(name, sizeof name - 1);
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  check_global(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                             MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD),
+               "MPI_Allgather (host names)");
+  hosts().clear();
+  for (int r = 0; r < size; ++r) {
+    const char* h = &all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME];
+    hosts().emplace_back(h, ::strnlen(h, MPI_MAX_PROCESSOR_NAME));
+  }
+}
+
 // State letter and start time of a process from /proc/PID/stat; false when
 // there is no such process.
 bool read_stat(long long pid, char& state, unsigned long long& start) {
@@ -63,13 +84,17 @@ std::uint64_t host_hash(const std::string& host) {
 
 void watch_local_peers() {
   const Identity& me = identity();
+  int size = 0;
+  check_global(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  gather_hosts(size);
   char state = 0;
   unsigned long long start = 0;
   const long long pid = ::getpid();
-  if (!read_stat(pid, state, start)) return;  // no /proc: nothing to watch with
-  const unsigned long long mine[3] = {host_hash(me.host), static_cast<unsigned long long>(pid), start};
-  int size = 0;
-  check_global(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  // Without /proc this rank can neither watch nor be watched (PID 0 is never
+  // watched), but it still joins the gather, which every rank enters.
+  const bool proc = read_stat(pid, state, start);
+  const unsigned long long mine[3] = {host_hash(me.host), proc ? static_cast<unsigned long long>(pid) : 0,
+                                      start};
   std::vector<unsigned long long> all(3 * static_cast<std::size_t>(size));
   check_global(MPI_Allgather(mine, 3, MPI_UNSIGNED_LONG_LONG, all.data(), 3,
                              MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD),
@@ -78,7 +103,7 @@ void watch_local_peers() {
   peers.clear();
   for (int r = 0; r < size; ++r) {
     const unsigned long long* e = &all[3 * static_cast<std::size_t>(r)];
-    if (r == me.world_rank || e[0] != mine[0]) continue;
+    if (!proc || r == me.world_rank || e[0] != mine[0] || e[1] == 0) continue;
     // Watched only when this process sees it as it is (same PID namespace).
     char s = 0;
     unsigned long long t = 0;
@@ -97,6 +122,12 @@ std::string dead_local_peer() {
              " on this host) has died";
   }
   return "";
+}
+
+std::string host_of(int world_rank) {
+  const std::vector<std::string>& h = hosts();
+  if (world_rank < 0 || static_cast<std::size_t>(world_rank) >= h.size()) return "";
+  return h[static_cast<std::size_t>(world_rank)];
 }
 
 }  // namespace wiola::comm::detail

@@ -15,7 +15,27 @@ wiola_die() { echo "[wiola $(date '+%F %T')] error: $*" >&2; exit 2; }
 : "${RUN_DIR:=$WIOLA_ROOT/runs/${SLURM_JOB_NAME:-wiola}}"
 : "${SRUN_MPI:=pmix}"          # Debian's OpenMPI starts under srun only with PMIx
 : "${EXTRA_ARGS:=}"            # appended to the tool's command line
+: "${WIOLA_LOSS_REQUEUES:=3}"  # requeues after a lost rank or node, per job
 [ -n "${SLURM_JOB_ID:-}" ] || wiola_die "not inside a Slurm job (submit with sbatch)"
+
+# The ranks to start, TASKS. A submission that names a task count (--ntasks,
+# --ntasks-per-node) gets exactly that (SLURM_NTASKS). One that names none
+# gets TASKS_PER_NODE ranks on every node it was given, each with an equal
+# share of the node's CPUs (srun is told so through SRUN_ARGS). Only the
+# second kind can come back on fewer nodes: Slurm keeps a named task count
+# across a requeue, so a job submitted as --nodes=4-8 --ntasks-per-node=8
+# that started on 8 nodes waits for 8 again (docs/checkpoints.md, "Elastic
+# resume").
+: "${TASKS_PER_NODE:=8}"
+if [ -n "${SLURM_NTASKS:-}" ]; then
+  TASKS=$SLURM_NTASKS
+else
+  TASKS=$(( ${SLURM_JOB_NUM_NODES:-1} * TASKS_PER_NODE ))
+  cpus_per_rank=$(( ${SLURM_CPUS_ON_NODE:-$TASKS_PER_NODE} / TASKS_PER_NODE ))
+  [ "$cpus_per_rank" -ge 1 ] || cpus_per_rank=1
+  SRUN_ARGS="--ntasks=$TASKS --ntasks-per-node=$TASKS_PER_NODE --cpus-per-task=$cpus_per_rank ${SRUN_ARGS:-}"
+  export SLURM_CPUS_PER_TASK=$cpus_per_rank
+fi
 
 # One thread per rank unless Slurm gave the task more CPUs.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}
@@ -77,14 +97,15 @@ wiola_choose_net_if
 
 mkdir -p "$RUN_DIR/logs"
 
-# wiola_check_layout PP DP: the allocation must have exactly PP x DP tasks
-# (and, when GPUS_PER_TASK > 0, that many GPUs per task).
+# wiola_check_layout PP DP: the job must start exactly PP x DP tasks (and,
+# when GPUS_PER_TASK > 0, have that many GPUs per task).
 wiola_check_layout() {
   local pp=$1 dp=$2 want=$(( $1 * $2 ))
-  [ "${SLURM_NTASKS:-0}" -eq "$want" ] ||
-    wiola_die "the allocation has ${SLURM_NTASKS:-0} tasks but PP $pp x DP $dp needs $want; refusing to start"
+  [ "$TASKS" -eq "$want" ] ||
+    wiola_die "the allocation has $TASKS tasks but PP $pp x DP $dp needs $want; refusing to start"
   if [ "${GPUS_PER_TASK:-0}" -gt 0 ]; then
     local gpus=${SLURM_GPUS_ON_NODE:-0} tasks=${SLURM_NTASKS_PER_NODE:-${SLURM_TASKS_PER_NODE%%(*}}
+    [ -n "${SLURM_NTASKS:-}" ] || tasks=$TASKS_PER_NODE
     [ "$gpus" -ge $(( tasks * GPUS_PER_TASK )) ] ||
       wiola_die "$tasks tasks per node need $(( tasks * GPUS_PER_TASK )) GPUs, the allocation has $gpus; refusing to start"
   fi
@@ -111,4 +132,27 @@ wiola_requeue() {
     return 0
   fi
   wiola_die "scontrol requeue $SLURM_JOB_ID failed: $out"
+}
+
+# wiola_requeue_after_loss STATUS: the launcher ended with STATUS after the
+# ranks lost one of their own: 70-72 are wiola's communication failures (an
+# MPI error, a wait past --comm-timeout, a rank on this node found dead),
+# which srun passes on. (When Slurm marks a node down first, it kills and
+# requeues the job itself, --requeue.) Put the job back in the
+# queue, to resume from the newest complete checkpoint on whatever nodes it is
+# given next (the batch script recomputes DP from the tasks when DP is not
+# set), at most WIOLA_LOSS_REQUEUES times per job (counted in
+# RUN_DIR/logs/losses-JOBID), so that a failure that repeats ends the job.
+# Returns 0 when requeued, 1 when the budget is spent.
+wiola_requeue_after_loss() {
+  local count_file="$RUN_DIR/logs/losses-$SLURM_JOB_ID" used
+  used=0
+  [ -f "$count_file" ] && used=$(wc -l <"$count_file")
+  if [ "$used" -ge "$WIOLA_LOSS_REQUEUES" ]; then
+    wiola_log "training failed with status $1 after $used requeue(s) for lost ranks (WIOLA_LOSS_REQUEUES=$WIOLA_LOSS_REQUEUES); not requeueing"
+    return 1
+  fi
+  echo "restart ${SLURM_RESTART_COUNT:-0}: status $1" >>"$count_file"
+  wiola_log "training failed with status $1: a rank or node was lost; requeueing job $SLURM_JOB_ID ($((used + 1)) of $WIOLA_LOSS_REQUEUES) to resume from the newest checkpoint"
+  wiola_requeue
 }

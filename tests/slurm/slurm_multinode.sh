@@ -20,10 +20,17 @@
 #   2. the same 2-node job with MPI pinned to loopback
 #      (OMPI_MCA_btl_tcp_if_include=lo, kept by jobs/lib as the user's
 #      choice) fails: its traffic must cross the namespaces' interfaces;
-#   2b. the profiling job (jobs/profile.sbatch) runs on the same 2 nodes;
+#   2b. the profiling job (jobs/profile.sbatch) runs on the same 2 nodes; the
+#      data preparation job (jobs/prepare-data.sbatch) as 2 nodes x 2 tasks
+#      writes the same files as 1 task;
 #   3. 3 tasks on one node that sees CUDA_VISIBLE_DEVICES=0,1 are refused
 #      (--device cuda), naming the host and the two ranks that would share a
-#      device; with --allow-shared-device that refusal is not made.
+#      device; with --allow-shared-device that refusal is not made;
+#   4. a node lost mid-step (link down, every process SIGKILLed): the
+#      survivors name a rank of the lost node within 60 s, the job is
+#      requeued, comes back on the one node left as PP 2 x DP 1, resumes from
+#      the newest checkpoint and ends at the loss of that checkpoint resharded
+#      by hand (jobs/reshard.sbatch) and trained to the end (within 1e-5).
 # Exit 0: all passed. Exit 77 (CTest: skipped): namespaces or Slurm cannot be
 # set up here; the reason is printed (with WIOLA_REQUIRE_ALL_TESTS=1, as in CI,
 # that is exit 1: failed). Anything else: failed.
@@ -179,6 +186,11 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
 KillWait=5
+# A lost node is declared down (and its job's nodes released) 20 s after its
+# last answer, not 300; the requeued job is scheduled within 2 s, not 60.
+SchedulerParameters=sched_interval=2
+SlurmdTimeout=20
+MessageTimeout=5
 NodeName=node1 NodeAddr=$(addr_of node1) CPUs=8 RealMemory=4000 State=UNKNOWN
 NodeName=node2 NodeAddr=$(addr_of node2) CPUs=8 RealMemory=4000 State=UNKNOWN
 NodeName=node3 NodeAddr=$(addr_of node3) CPUs=8 RealMemory=4000 State=UNKNOWN
@@ -288,6 +300,20 @@ allowed=$(train allowed PP=1 DP=3 EXTRA_ARGS="--steps 2 --device cuda --global-b
 prof=$(env "${common[@]}" RUN_DIR="$work/run-prof" PP=2 DP=2 PROFILE_STEPS=4 WARMUP_STEPS=2 \
          sbatch --parsable "${cpu[@]}" --nodes=2 --ntasks-per-node=2 --output="$work/out/prof-%j.out" \
          "$root/jobs/profile.sbatch") || fail "sbatch of the profiling job"
+# The data preparation job as 2 nodes x 2 tasks, and as 1 task on node3.
+corpus=$work/corpus
+mkdir -p "$corpus"
+for f in "$root"/README.md "$root"/docs/*.md; do cp "$f" "$corpus/$(basename "$f")"; done
+gzip -9 "$corpus/architecture.md"
+data_job() {  # data_job NAME SBATCH_OPTIONS...: runs prepare-data.sbatch, prints the job id
+  local name=$1
+  shift
+  env "${common[@]}" INPUTS="$corpus/*.md $corpus/*.md.gz" DATA_OUT="$work/$name" VOCAB=300 SAMPLE_MB=1 \
+    SPLIT=paragraph RUN_DIR="$work/run-$name" sbatch --parsable "${cpu[@]}" --output="$work/out/$name-%j.out" \
+    "$@" "$root/jobs/prepare-data.sbatch"
+}
+d4=$(data_job data4 --nodes=2 --ntasks-per-node=2) || fail "sbatch of the 2-node data job"
+d1=$(data_job data1 --nodes=1 --ntasks=1 --ntasks-per-node=1 --nodelist=node3) || fail "sbatch of the 1-task data job"
 lolog="$work/run-lo/logs/train-$lo-0.log"
 wait_state "$lo" 30 RUNNING COMPLETED FAILED CANCELLED TIMEOUT || fail "the loopback job did not start"
 if wait_state "$lo" 25 COMPLETED FAILED CANCELLED TIMEOUT; then
@@ -313,6 +339,18 @@ done
 grep -q "network: interface eth0" "$work/out/prof-$prof.out" || fail "the profiling job did not choose eth0"
 say "ok: the profiling job on 2 nodes x 2 tasks (eth0) wrote profile.csv, profile.json, trace.json"
 
+for j in "$d4" "$d1"; do
+  wait_state "$j" 120 COMPLETED FAILED CANCELLED TIMEOUT || fail "data job $j did not finish"
+  [ "$(job_state "$j")" = COMPLETED ] || fail "data job $j ended $(job_state "$j"): $(tail -n 5 "$work"/out/data*-"$j".out)"
+done
+dnodes=$(scontrol show job "$d4" | sed -n 's/^ *NodeList=\([^ ]*\).*/\1/p')
+[ "$(scontrol show hostnames "$dnodes" | wc -l)" = 2 ] || fail "the 2-node data job ran on '$dnodes'"
+for t in 0 1 2 3; do
+  grep -q "^task $t of 4: " "$work/out/data4-$d4.out" || fail "task $t of 4 did not report its share"
+done
+diff -r "$work/data1" "$work/data4" >/dev/null || fail "4 tasks on 2 nodes and 1 task wrote different files: $(diff -rq "$work/data1" "$work/data4" | head -n 3)"
+say "ok: the data job as 2 nodes x 2 tasks ($dnodes) wrote the same $(ls "$work/data4" | grep -c '\.h5$') parts and manifest as 1 task"
+
 # ---- 3. 3 ranks, 2 devices on one node ------------------------------------------------
 wait_state "$share" 60 COMPLETED FAILED CANCELLED TIMEOUT || fail "the shared-device job did not end"
 [ "$(job_state "$share")" = FAILED ] || fail "the shared-device job ended $(job_state "$share")"
@@ -325,4 +363,82 @@ alog="$work/run-allowed/logs/train-$allowed-0.log"
 grep -q "would share device" "$alog" && fail "--allow-shared-device was refused: $(grep 'would share' "$alog" | head -n 1)"
 say "ok: 3 tasks on node3 with CUDA_VISIBLE_DEVICES=0,1: $(grep -o "$refusal" "$work/run-share/logs/train-$share-0.log" | head -n 1)"
 say "    with --allow-shared-device not refused for sharing (this CPU build then: $(grep -m1 -o 'wiola-train: .*' "$alog" | cut -c 1-120 || true))"
+
+# ---- 4. a node lost mid-step; the job back on fewer nodes -------------------------------
+# node3 drained (no spare node). The flagship job as --nodes=1-2 with no task
+# count (2 ranks per node, TASKS_PER_NODE), PP 2 and DP left to the script,
+# a checkpoint every 20 steps, all kept. Once it has saved step 40, node2
+# dies: its link goes down (nothing more leaves or arrives, as when a node
+# loses power) and every process in its namespace (slurmd, slurmstepd, the
+# two ranks) gets SIGKILL. Then: the survivors on node1 end within 60 s naming
+# a rank on node2; the job is requeued and starts on node1 alone as PP 2 x
+# DP 1; it resumes from the newest checkpoint and finishes; its final loss
+# equals, within 1e-5, a run resumed from that checkpoint converted by hand
+# (jobs/reshard.sbatch) to PP 2 x DP 1.
+elastic() {
+  scontrol update nodename=node3 state=drain reason="no spare node" || fail "cannot drain node3"
+  local esteps=300 job out log0 log1 t0 waited k newest line ref_loss el_loss
+  job=$(env "${common[@]}" RUN_DIR="$work/run-el" PP=2 DP= TASKS_PER_NODE=2 \
+          EXTRA_ARGS="--steps $esteps --save-interval 20 --keep 0 --comm-timeout 10" \
+          sbatch --parsable --gpus-per-node=0 --cpus-per-task=2 --chdir="$root" --nodes=1-2 --output="$work/out/el-%j.out" \
+          "$root/jobs/wiola-1.5b-chinchilla.sbatch") || fail "sbatch of the elastic job"
+  out="$work/out/el-$job.out"
+  log0="$work/run-el/logs/train-$job-0.log"
+  log1="$work/run-el/logs/train-$job-1.log"
+  wait_state "$job" 60 RUNNING || fail "the elastic job did not start"
+  for _ in $(seq 600); do [ -f "$work/run-el/checkpoints/step-00000040/manifest.txt" ] && break; sleep 0.05; done
+  [ -f "$work/run-el/checkpoints/step-00000040/manifest.txt" ] ||
+    fail "the elastic job did not save step 40: $(tail -n 3 "$log0" 2>/dev/null)"
+  grep -q "job $job (restart 0) on 2 node(s): PP 2 x DP 2" "$out" ||
+    fail "the elastic job did not start as PP 2 x DP 2 on 2 nodes: $(grep -h 'restart 0\|error' "$out")"
+  ip link set "$(host_if node2)" down
+  t0=$SECONDS
+  for pid in $(ip netns pids "$(ns_of node2)"); do kill -9 "$pid" 2>/dev/null; done
+  # The newest complete checkpoint now; none can complete without node2's ranks.
+  newest=$(ls -d "$work"/run-el/checkpoints/step-*/manifest.txt | sort | tail -n 1 | sed -E 's|.*/step-0*([0-9]+)/manifest.txt|\1|')
+  say "node2 lost; the newest complete checkpoint is step $newest"
+  # The survivors' last words: a wait on a rank of node2, past --comm-timeout.
+  line=""
+  while [ $((SECONDS - t0)) -le 60 ]; do
+    line=$(grep -E "^rank [0-9]+ \(host node1\): .* timed out after 10 s" "$log0" 2>/dev/null |
+             grep -m1 -E "host node2\)|on node2\)")
+    [ -n "$line" ] && break
+    sleep 0.2
+  done
+  waited=$((SECONDS - t0))
+  [ -n "$line" ] || fail "no survivor on node1 named a rank on node2 within 60 s: $(grep -E '^rank|srun' "$log0" "$out" | tail -n 5)"
+  say "ok: ${waited} s after the loss: $line"
+  for _ in $(seq 600); do grep -q "job $job (restart 1)" "$out" && break; sleep 0.2; done
+  wait_state "$job" 60 COMPLETED FAILED CANCELLED TIMEOUT || fail "the requeued job did not finish"
+  [ "$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')" = 1 ] ||
+    fail "the job did not count one restart: $(scontrol show job "$job" | grep -o 'Restarts=[0-9]*')"
+  [ "$(job_state "$job")" = COMPLETED ] || fail "the requeued job ended $(job_state "$job"): $(tail -n 5 "$out")"
+  grep -q "job $job (restart 1) on 1 node(s): PP 2 x DP 1" "$out" ||
+    fail "the requeued job did not run as PP 2 x DP 1 on 1 node: $(grep -h 'restart 1' "$out")"
+  k=$(sed -nE 's|^resume: .*/step-0*([0-9]+) at step [0-9]+ .*|\1|p' "$log1")
+  [ "$k" = "$newest" ] || fail "the requeued job did not resume from step $newest: $(grep -h '^resume' "$log1")"
+  grep -qE "^step +$esteps/$esteps" "$log1" || fail "the requeued job did not reach step $esteps"
+  say "ok: requeued, restarted on node1 alone as PP 2 x DP 1, resumed from step $k: $(grep -h '^resume' "$log1" | cut -c 1-120)"
+
+  # The same checkpoint converted by hand, on node1, then trained to the end there.
+  local rjob ckpt
+  ckpt="$work/run-el/checkpoints/step-$(printf %08d "$k")"
+  rjob=$(env "${common[@]}" RUN_DIR="$work/run-ref" CHECKPOINT="$ckpt" RESHARD_OUT="$work/ref-pp2-dp1" \
+           TO_PP=2 TO_DP=1 TO_ZERO=1 sbatch --parsable "${cpu[@]}" --nodes=1 --ntasks=1 \
+           --output="$work/out/reshard-%j.out" "$root/jobs/reshard.sbatch") || fail "sbatch of the reshard job"
+  wait_state "$rjob" 60 COMPLETED FAILED CANCELLED TIMEOUT && [ "$(job_state "$rjob")" = COMPLETED ] ||
+    fail "the reshard job ended $(job_state "$rjob"): $(tail -n 3 "$work/out/reshard-$rjob.out")"
+  env "${common[@]}" srun --nodes=1 --ntasks=2 --cpus-per-task=1 --mpi=pmix --chdir="$root" \
+    "$build/tools/wiola-train/wiola-train" --config "$root/jobs/configs/test-tiny.ini" --pp 2 --dp 1 \
+    --train-data "$build/data/fortunes-train.h5" --steps $esteps --save-interval 0 \
+    --resume "$work/ref-pp2-dp1" >"$work/log/elastic-reference.log" 2>&1 ||
+    fail "the reference run failed: $(tail -n 3 "$work/log/elastic-reference.log")"
+  el_loss=$(grep -E "^step +$esteps/$esteps \|" "$log1" | sed 's/.*| loss \([0-9.]*\) |.*/\1/')
+  ref_loss=$(grep -E "^step +$esteps/$esteps \|" "$work/log/elastic-reference.log" | sed 's/.*| loss \([0-9.]*\) |.*/\1/')
+  [ -n "$el_loss" ] && [ -n "$ref_loss" ] || fail "a final loss is missing ('$el_loss', '$ref_loss')"
+  awk -v a="$el_loss" -v b="$ref_loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * b) }' ||
+    fail "final loss $el_loss after the elastic resume differs from $ref_loss resharded by hand"
+  say "ok: final loss $el_loss after the elastic resume = $ref_loss from step $k resharded by hand to PP 2 x DP 1 (within 1e-5)"
+}
+elastic
 say "PASS"
