@@ -7,6 +7,8 @@
 
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/device_counters.hpp"
+#include "core/error.hpp"
+#include "runtime_emu.hpp"
 
 namespace wiola::test {
 namespace {
@@ -53,6 +55,67 @@ TEST(DeviceCounters, EachRuntimeCallIsCountedOnce) {
   EXPECT_EQ(d.gemms, 1);
   EXPECT_EQ(d.allocations, 0);
   EXPECT_EQ(d.host_syncs, 0);
+}
+
+// A released tensor's block serves the next tensor of its size (or up to 1/8
+// smaller) without an allocation; alloc() still hands out zeros.
+TEST(DeviceCounters, ReleasedBlocksServeLaterTensors) {
+  cuda::CudaBackend be(0);
+  DeviceCounts c = device_counts();
+  const auto allocations = [&] {
+    const DeviceCounts now = device_counts();
+    const std::int64_t n = (now - c).allocations;
+    c = now;
+    return n;
+  };
+  {
+    const Tensor a = be.alloc_uninit(DType::F32, 64, 64);  // 16 KiB
+    be.fill(a, 3.0);
+  }
+  EXPECT_EQ(allocations(), 1);
+  {
+    const Tensor b = be.alloc(DType::F32, 64, 64);  // a's block
+    EXPECT_EQ(allocations(), 0);
+    std::vector<float> host(64 * 64, -1.0f);
+    be.copy_to_host(b.data(), host.data(), host.size() * sizeof(float));
+    for (float v : host) ASSERT_EQ(v, 0.0f);
+    const Tensor d = be.alloc_uninit(DType::F32, 64, 60);  // 15 KiB: a's block is taken
+    EXPECT_EQ(allocations(), 1);
+  }
+  EXPECT_EQ(be.memory().in_use, 0u);
+  {
+    const Tensor e = be.alloc_uninit(DType::F32, 64, 58);  // 14.5 KiB: the 15 KiB block
+    EXPECT_EQ(allocations(), 0);
+    const Tensor f = be.alloc_uninit(DType::F32, 64, 32);  // 8 KiB: 16 KiB is too large a block
+    EXPECT_EQ(allocations(), 1);
+  }
+}
+
+// On a full device the cached blocks go back to the driver and the allocation
+// is tried again; past that, the error names the tensor.
+TEST(DeviceCounters, AFullDeviceTakesTheCacheBack) {
+  struct Unlimit {
+    ~Unlimit() { cuda::emu_set_memory_limit(0); }
+  } unlimit;
+  cuda::CudaBackend be(0);
+  {
+    const Tensor a = be.alloc_uninit(DType::F32, 256, 256), b = be.alloc_uninit(DType::F32, 256, 256);
+  }
+  const std::size_t held = cuda::emu_memory_in_use();  // a and b (256 KiB each) cached
+  cuda::emu_set_memory_limit(held + 600 * 1024);
+  const DeviceCounts before = device_counts();
+  const Tensor big = be.alloc_uninit(DType::F32, 512, 512);  // 1 MiB: fits once a and b are gone
+  EXPECT_EQ((device_counts() - before).allocations, 2);  // refused, then granted
+  EXPECT_EQ(cuda::emu_memory_in_use(), held - 512 * 1024 + 1024 * 1024);
+  try {
+    (void)be.alloc_uninit(DType::F32, 1024, 1024);
+    FAIL() << "a 4 MiB tensor fit in 88 KiB";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory allocating 4194304 bytes for an uninitialised "
+                                         "1024x1024 fp32 tensor"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

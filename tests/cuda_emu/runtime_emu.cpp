@@ -4,14 +4,18 @@
 // Each call is counted as runtime_cuda.cpp counts it (device_counters.hpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <unordered_map>
 
 #include "backend/cuda/device_counters.hpp"
 #include "backend/cuda/runtime.hpp"
 #include "core/alignment.hpp"
 #include "core/error.hpp"
+#include "runtime_emu.hpp"
 
 namespace wiola::cuda {
 
@@ -42,16 +46,55 @@ Stream create_stream() {
 void destroy_stream(Stream) {}
 void synchronize(Stream) { count_device_event(DeviceEvent::HostSync); }
 
-void* allocate(std::size_t bytes, Stream, const char* what) {
+namespace {
+// What the emulated device holds, for emu_set_memory_limit.
+std::mutex live_mutex;
+std::unordered_map<void*, std::size_t> live;
+std::size_t live_bytes = 0;
+std::size_t memory_limit = 0;  // 0: the host's memory
+}  // namespace
+
+void emu_set_memory_limit(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(live_mutex);
+  memory_limit = bytes;
+}
+
+std::size_t emu_memory_in_use() {
+  std::lock_guard<std::mutex> lock(live_mutex);
+  return live_bytes;
+}
+
+void* try_allocate(std::size_t bytes, Stream) {
   count_device_event(DeviceEvent::Allocation);
   // As cudaMallocAsync: 256-byte aligned, what cuBLASLt assumes (core/alignment.hpp).
   const auto step = static_cast<std::size_t>(kOperandAlignBytes);
-  void* p = std::aligned_alloc(step, (bytes + step - 1) / step * step);
-  require(p != nullptr, "emulated CUDA: out of memory allocating ", bytes, " bytes for ", what);
+  const std::size_t whole = std::max(step, (bytes + step - 1) / step * step);
+  std::lock_guard<std::mutex> lock(live_mutex);
+  if (memory_limit && live_bytes + whole > memory_limit) return nullptr;
+  void* p = std::aligned_alloc(step, whole);
+  if (!p) return nullptr;
   std::memset(p, 0xA5, bytes);  // device memory is not zeroed
+  live.emplace(p, whole);
+  live_bytes += whole;
   return p;
 }
-void release(void* p, Stream) { std::free(p); }
+void* allocate(std::size_t bytes, Stream s, const char* what) {
+  void* p = try_allocate(bytes, s);
+  require(p != nullptr, "emulated CUDA: out of memory allocating ", bytes, " bytes for ", what);
+  return p;
+}
+void release(void* p, Stream) {
+  if (!p) return;
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    const auto it = live.find(p);
+    if (it != live.end()) {
+      live_bytes -= it->second;
+      live.erase(it);
+    }
+  }
+  std::free(p);
+}
 void reserve_pool(std::size_t, Stream) {}  // host memory: nothing to set aside
 void memset_zero(void* p, std::size_t bytes, Stream s) { memset_bytes(p, 0, bytes, s); }
 void memset_bytes(void* p, int value, std::size_t bytes, Stream) {

@@ -4,6 +4,8 @@
 #include "backend/cuda/cuda_backend.hpp"
 
 #include <atomic>
+#include <mutex>
+#include <map>
 
 #include "backend/backend_registry.hpp"
 #include "backend/cuda/cuda_checks.hpp"
@@ -14,12 +16,55 @@
 
 namespace wiola::cuda {
 
-// The stream and the byte counts; lives until the last tensor is released.
+// The stream, the byte counts and the cache of released blocks; lives until
+// the last tensor is released.
+//
+// A released tensor's block is kept for a later tensor of its size, or of a
+// size at most 1/8 smaller: a training step asks for the same shapes every
+// micro-batch, so after the first step no allocation reaches the CUDA runtime
+// (device_counters.hpp counts them). The slack lets an ATM layer's tensors,
+// whose row count follows the data, reuse blocks instead of leaving one block
+// per row count seen in the cache, and bounds what it wastes. Reuse is as safe
+// as cudaFreeAsync then cudaMallocAsync on one stream: every use of a block
+// is queued on `stream` (work on another stream orders itself against it, as
+// it must for cudaFreeAsync too). When the device is full the cache goes back
+// to the driver and the allocation is tried again.
 struct CudaBackend::Memory {
+  struct Block {
+    void* p;
+    std::size_t bytes;
+  };
   Stream stream = nullptr;
   std::atomic<std::size_t> in_use{0}, peak{0};
+  std::mutex cache_mutex;  // deleters run on whichever thread drops a tensor
+  std::multimap<std::size_t, void*> cached;  // released blocks by size
+
+  Block take(std::size_t bytes, const char* what) {
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex);
+      const auto it = cached.lower_bound(bytes);
+      if (it != cached.end() && it->first - bytes <= bytes / 8) {
+        const Block b{it->second, it->first};
+        cached.erase(it);
+        return b;
+      }
+    }
+    if (void* p = try_allocate(bytes, stream)) return {p, bytes};
+    drop_cache();
+    return {allocate(bytes, stream, what), bytes};  // throws, naming `what`, if still full
+  }
+  void give_back(Block b) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    cached.emplace(b.bytes, b.p);
+  }
+  void drop_cache() {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    for (const auto& [bytes, p] : cached) release(p, stream);
+    cached.clear();
+  }
   ~Memory() {
     if (stream) {
+      drop_cache();
       cuda::synchronize(stream);
       destroy_stream(stream);
     }
@@ -99,14 +144,15 @@ Tensor CudaBackend::allocate_tensor(DType dtype, std::int64_t rows, std::int64_t
   const std::size_t bytes = rounded_up(static_cast<std::size_t>(rows * cols) * es);
   const std::string what = std::string(kind) + " " + std::to_string(rows) + "x" +
                            std::to_string(cols) + " " + std::string(dtype_name(dtype)) + " tensor";
-  auto* p = static_cast<std::byte*>(allocate(bytes, stream_, what.c_str()));
+  const Memory::Block block = memory_->take(bytes, what.c_str());
+  auto* p = static_cast<std::byte*>(block.p);
   const std::size_t now = memory_->in_use += bytes;
   std::size_t peak = memory_->peak.load();
   while (now > peak && !memory_->peak.compare_exchange_weak(peak, now)) {
   }
   std::shared_ptr<Memory> mem = memory_;
-  std::shared_ptr<std::byte> storage(p, [mem, bytes](std::byte* q) {
-    release(q, mem->stream);
+  std::shared_ptr<std::byte> storage(p, [mem, block, bytes](std::byte*) {
+    mem->give_back(block);
     mem->in_use -= bytes;
   });
   return Tensor(std::move(storage), p, dtype, Device::CUDA, rows, cols, cols);

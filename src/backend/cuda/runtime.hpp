@@ -34,6 +34,8 @@ void synchronize(Stream s);
 // Stream-ordered memory: valid for work queued on `s` after the call.
 // Throws wiola::Error naming `what` and the size when the device is full.
 void* allocate(std::size_t bytes, Stream s, const char* what);
+// As allocate, but nullptr when the device is full (other failures throw).
+void* try_allocate(std::size_t bytes, Stream s);
 void release(void* p, Stream s);
 // Makes the device's stream-ordered pool keep freed memory (no release back
 // to the driver) and grows it to at least `bytes` now.

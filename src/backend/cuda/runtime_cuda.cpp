@@ -89,22 +89,30 @@ void synchronize(Stream s) {
   WIOLA_CUDA(cudaStreamSynchronize(as_stream(s)));
 }
 
-void* allocate(std::size_t bytes, Stream s, const char* what) {
+void* try_allocate(std::size_t bytes, Stream s) {
   count_device_event(DeviceEvent::Allocation);
   void* p = nullptr;
   const cudaError_t rc = cudaMallocAsync(&p, bytes, as_stream(s));
   if (rc == cudaErrorMemoryAllocation) {
-    cudaGetLastError();
+    cudaGetLastError();  // not sticky: clear it, the caller decides
+    return nullptr;
+  }
+  if (rc != cudaSuccess) fail_call(rc, "cudaMallocAsync", __FILE__, __LINE__);
+  // Every operand carved from an allocation relies on its start being aligned
+  // as cuBLASLt assumes (core/alignment.hpp); CUDA's allocators give 256 bytes.
+  require(address_alignment(p) == kOperandAlignBytes, "cudaMallocAsync returned ", p, ", not ",
+          kOperandAlignBytes, "-byte aligned");
+  return p;
+}
+
+void* allocate(std::size_t bytes, Stream s, const char* what) {
+  void* p = try_allocate(bytes, s);
+  if (!p) {
     std::size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
     fail("CUDA out of memory allocating ", bytes, " bytes for ", what, " on ",
          process_identity().describe(), " (", free_b, " of ", total_b, " bytes free)");
   }
-  if (rc != cudaSuccess) fail_call(rc, "cudaMallocAsync", __FILE__, __LINE__);
-  // Every operand carved from an allocation relies on its start being aligned
-  // as cuBLASLt assumes (core/alignment.hpp); CUDA's allocators give 256 bytes.
-  require(address_alignment(p) == kOperandAlignBytes, "cudaMallocAsync returned ", p, " for ",
-          what, ", not ", kOperandAlignBytes, "-byte aligned");
   return p;
 }
 
