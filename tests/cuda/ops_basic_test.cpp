@@ -47,6 +47,50 @@ TEST_P(CudaMemoryOps, AllocationsAreZeroedAndIndexTensorsWork) {
   EXPECT_EQ(read(dev(), idx.dev), (std::vector<double>{5, -1, 7, 0}));
 }
 
+// The elementwise kernel moves 16-byte packs when every view's rows start
+// 16-byte aligned and hold whole packs (a contiguous tensor as one long row,
+// or a strided view), and single elements otherwise: the same arithmetic, so
+// the same bits whichever runs. The three placements of the same 12 x 64
+// values: a tensor of its own, columns [8, 72) of a 12 x 80 tensor, and
+// columns [1, 65) of a 12 x 65 tensor (neither aligned nor whole packs).
+TEST_P(CudaElementwiseOps, PackedAndElementwisePathsGiveTheSameBits) {
+  constexpr std::int64_t R = 12, C = 64;
+  const Pair g = input(R, C, 11), x = input(R, C, 12), dy = input(R, C, 13);
+  struct Placement {
+    std::int64_t width, first;
+  };
+  const Placement places[] = {{C, 0}, {80, 8}, {65, 1}};
+  std::vector<std::vector<double>> results[3];
+  for (int p = 0; p < 3; ++p) {
+    const auto place = [&](const Tensor& src) {
+      const Tensor wide = dev().alloc(dtype(), R, places[p].width);
+      const Tensor view = wide.cols_slice(places[p].first, places[p].first + C);
+      dev().copy(src, view);
+      return view;
+    };
+    const auto result = [&](const Tensor& view) {
+      const Tensor flat = dev().alloc(dtype(), R, C);
+      dev().copy(view, flat);
+      return read(dev(), flat);
+    };
+    const Tensor gv = place(g.dev), xv = place(x.dev), dyv = place(dy.dev);
+    const Tensor y = place(x.dev), dg = place(x.dev), dx = place(x.dev), sum = place(x.dev);
+    dev().sigmoid_mul_fwd(gv, xv, y);                // 2 inputs, 1 output
+    dev().sigmoid_mul_bwd(gv, xv, dyv, dg, dx);      // 3 inputs, 2 outputs
+    dev().add(gv, xv, sum);
+    dev().axpy(0.75, dyv, sum);                      // in place
+    dev().scale(dx, -1.25);                          // no input but the output
+    results[p] = {result(y), result(dg), result(dx), result(sum)};
+  }
+  const char* names[] = {"sigmoid_mul_fwd", "sigmoid_mul_bwd dg", "sigmoid_mul_bwd dx, scaled",
+                         "add then axpy"};
+  for (int p = 1; p < 3; ++p)
+    for (int k = 0; k < 4; ++k)
+      for (std::size_t i = 0; i < results[0][k].size(); ++i)
+        ASSERT_EQ(results[p][k][i], results[0][k][i])
+            << names[k] << ", placement " << p << ", element " << i;
+}
+
 TEST_P(CudaElementwiseOps, AddAxpyScale) {
   const Tolerance t = tol({1e-7, 1e-6}, {1e-6, 8e-3});
   Pair a = input(9, 70, 3), b = input(9, 70, 4), out = output(9, 70);
