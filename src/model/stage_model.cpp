@@ -93,7 +93,7 @@ Tensor StageModel::summary_of(const Tensor& x, int batch, int seq) {
 }
 
 StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved& saved,
-                                const std::function<void(int)>& before_layer) {
+                                LayerBoundaries* boundaries) {
   const int B = in.batch, T = in.seq, d = config_.d;
   const std::int64_t N = std::int64_t(B) * T;
   require(B > 0 && T > 0, "forward: empty micro-batch (", B, " x ", T, ")");
@@ -107,7 +107,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   saved.batch = B;
   saved.seq = T;
 
-  if (before_layer && (spec.embed || spec.head)) before_layer(-1);
+  if (boundaries && (spec.embed || spec.head)) boundaries->before_layer_forward(-1);
   Tensor x;
   if (spec.embed) {
     require(in.tokens.defined() && in.tokens.rows() == N, "forward: first stage needs ", N,
@@ -126,7 +126,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   }
 
   if (!config_.main_family()) {
-    x = forward_layers_13m(x, training, saved, before_layer);
+    x = forward_layers_13m(x, training, saved, boundaries);
   }
   const int base = summary_base(in.chunk);
   const std::size_t begin = chunk_begin_[std::size_t(in.chunk)];
@@ -142,7 +142,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     if (!(training && config_.atm_layer(l))) plan = plain_plan_for(B, T);
     LayerSaved& ls = saved.layers[i];
     const Tensor input = x;
-    if (before_layer) before_layer(l);
+    if (boundaries) boundaries->before_layer_forward(l);
     x = layer.forward(x, ctx, plan, B, T, ls);
     saved.merged_tokens += ls.plan->merged_tokens;
     if (recompute_ && training) {
@@ -184,7 +184,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
 
 StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dcarry_out,
                                 double loss_scale, StageSaved& saved,
-                                const std::function<void(int)>& layer_done_now, bool split) {
+                                LayerBoundaries* boundaries_now, bool split) {
   require(saved.pending, "backward: no forward pending for this micro-batch");
   const int B = saved.batch, T = saved.seq, d = config_.d;
   const std::int64_t N = std::int64_t(B) * T;
@@ -192,8 +192,7 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
   const StageSpec& spec = chunks_[std::size_t(chunk)];
   const int base = summary_base(chunk);
   WeightGradQueue* defer = split ? &saved.deferred : nullptr;
-  const std::function<void(int)> none;
-  const std::function<void(int)>& layer_done = split ? none : layer_done_now;
+  LayerBoundaries* const boundaries = split ? nullptr : boundaries_now;
 
   // Gradient accumulators of every summary this stage touched.
   std::vector<Tensor> ds;
@@ -222,7 +221,7 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
     for (int j = 0; j < k; ++j) backend_.axpy(1.0, dcarry_out[j], ds[ds.size() - k + j]);
   }
 
-  if (!config_.main_family()) dx = backward_layers_13m(dx, saved, layer_done, defer);
+  if (!config_.main_family()) dx = backward_layers_13m(dx, saved, boundaries, defer);
   const std::size_t begin = chunk_begin_[std::size_t(chunk)];
   for (int i = static_cast<int>(saved.layers.size()) - 1; i >= 0; --i) {
     DecoderLayer& layer = layers_[begin + std::size_t(i)];
@@ -239,7 +238,7 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
     dx = layer.backward(dx, ctx, std::span<const Tensor>(ds.data() + off, n), ls, defer);
     // Every user of s_l (layers l .. l+Λ-1, and the next stage) is done now.
     backend_.summary_bwd(config_.summary, ds[l - base], B, T, dx);
-    if (layer_done) layer_done(l);
+    if (boundaries) boundaries->layer_grads_final(l);
   }
 
   StageGrads g;
@@ -260,9 +259,9 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
   return g;
 }
 
-void StageModel::backward_weights(StageSaved& saved, const std::function<void(int)>& layer_done) {
+void StageModel::backward_weights(StageSaved& saved, LayerBoundaries* boundaries) {
   require(saved.weights_pending, "backward: no weight gradients pending for this micro-batch");
-  saved.deferred.run(backend_, layer_done);
+  saved.deferred.run(backend_, boundaries);
   saved = StageSaved{};
 }
 
@@ -271,7 +270,7 @@ void StageModel::backward_weights(StageSaved& saved, const std::function<void(in
 namespace wiola {
 
 Tensor StageModel::forward_layers_13m(Tensor x, bool training, StageSaved& saved,
-                                      const std::function<void(int)>& before_layer) {
+                                      LayerBoundaries* boundaries) {
   const int B = saved.batch, T = saved.seq;
   const std::shared_ptr<const DevicePlan> plan = plain_plan_for(B, T);
   const std::size_t begin = chunk_begin_[std::size_t(saved.chunk)];
@@ -280,7 +279,7 @@ Tensor StageModel::forward_layers_13m(Tensor x, bool training, StageSaved& saved
     Wiola13mLayer& layer = layers13m_[begin + i];
     Layer13mSaved& ls = saved.layers13m[i];
     const Tensor input = x;
-    if (before_layer) before_layer(layer.index());
+    if (boundaries) boundaries->before_layer_forward(layer.index());
     x = layer.forward(x, plan, B, T, ls);
     saved.merged_tokens += std::int64_t(B) * T;  // nothing merges
     if (recompute_ && training) {
@@ -293,7 +292,7 @@ Tensor StageModel::forward_layers_13m(Tensor x, bool training, StageSaved& saved
 }
 
 Tensor StageModel::backward_layers_13m(Tensor dx, StageSaved& saved,
-                                       const std::function<void(int)>& layer_done,
+                                       LayerBoundaries* boundaries,
                                        WeightGradQueue* defer) {
   const int B = saved.batch, T = saved.seq;
   const std::size_t begin = chunk_begin_[std::size_t(saved.chunk)];
@@ -306,7 +305,7 @@ Tensor StageModel::backward_layers_13m(Tensor dx, StageSaved& saved,
       ls = std::move(again);
     }
     dx = layer.backward(dx, ls, defer);
-    if (layer_done) layer_done(layer.index());
+    if (boundaries) boundaries->layer_grads_final(layer.index());
   }
   return dx;
 }

@@ -9,7 +9,6 @@
 // GCLA summaries later layers still need but cannot recompute — with Λ = 2,
 // the summary of X_{b-1} ("carry"). Backward returns the gradients of both.
 // A Wiola 13M model (arch wiola13m) has no summaries: the activation alone.
-#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -19,6 +18,7 @@
 #include "backend/backend.hpp"
 #include "core/model_config.hpp"
 #include "model/layer.hpp"
+#include "model/layer_boundaries.hpp"
 #include "model/layer13m.hpp"
 #include "model/param_store.hpp"
 
@@ -98,25 +98,26 @@ class StageModel {
 
   // Forward of one micro-batch through chunk in.chunk. `training` turns ATM
   // on in its layers.
-  // `before_layer(l)`, when set, runs before layer l's forward, and
-  // before_layer(-1) before the embedding or the head first use their
-  // parameters (ZeRO's parameter gather finishes there).
+  // `boundaries`, when given, hears before_layer_forward(l) before layer l's
+  // forward, and before_layer_forward(-1) before the embedding or the head
+  // first use their parameters (model/layer_boundaries.hpp).
   StageOutput forward(const StageInput& in, bool training, StageSaved& saved,
-                      const std::function<void(int)>& before_layer = {});
+                      LayerBoundaries* boundaries = nullptr);
   // Backward of the micro-batch in `saved` (its chunk). The last stage starts from
   // loss_scale · Σ loss (pass dx/dcarry empty); other stages take the
   // gradients of their outputs. Parameter gradients are added to params().grads().
-  // `layer_done(l)`, when set, runs right after layer l's parameter gradients
-  // are complete for this micro-batch (ZeRO-2 starts reducing them then).
+  // `boundaries`, when given, hears layer_grads_final(l) right after layer
+  // l's parameter gradients are complete for this micro-batch (the caller
+  // gives it only for the step's last backward of the chunk).
   // With `split`, this is a zero-bubble schedule's B: the weight-gradient
-  // products are queued in `saved` and layer_done is not called; then
+  // products are queued in `saved` and `boundaries` is not called; then
   // backward_weights (W) completes them.
   StageGrads backward(const Tensor& dx_out, std::span<const Tensor> dcarry_out,
                       double loss_scale, StageSaved& saved,
-                      const std::function<void(int)>& layer_done = {}, bool split = false);
-  // W: the weight gradients a split backward left in `saved`; layer_done(l)
-  // after each layer's.
-  void backward_weights(StageSaved& saved, const std::function<void(int)>& layer_done = {});
+                      LayerBoundaries* boundaries = nullptr, bool split = false);
+  // W: the weight gradients a split backward left in `saved`;
+  // boundaries->layer_grads_final(l) after each layer's.
+  void backward_weights(StageSaved& saved, LayerBoundaries* boundaries = nullptr);
 
  private:
   std::shared_ptr<const DevicePlan> plain_plan_for(int batch, int seq);
@@ -125,9 +126,9 @@ class StageModel {
   Tensor summary_of(const Tensor& x, int batch, int seq);
   // Wiola 13M's layers, forward and backward (no summaries).
   Tensor forward_layers_13m(Tensor x, bool training, StageSaved& saved,
-                            const std::function<void(int)>& before_layer);
-  Tensor backward_layers_13m(Tensor dx, StageSaved& saved,
-                             const std::function<void(int)>& layer_done, WeightGradQueue* defer);
+                            LayerBoundaries* boundaries);
+  Tensor backward_layers_13m(Tensor dx, StageSaved& saved, LayerBoundaries* boundaries,
+                             WeightGradQueue* defer);
   // final_norm.delta, or an undefined tensor in Wiola 13M (plain RMSNorm).
   Tensor final_delta(bool grad) const;
 

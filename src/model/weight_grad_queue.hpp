@@ -6,10 +6,10 @@
 // gradient sums the same terms in the same order as an unsplit backward.
 // The small parameters (norm scales, the context logit, the embedding
 // scatter) are done in B: only the GEMMs are worth moving.
-#include <functional>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "model/layer_boundaries.hpp"
 
 namespace wiola {
 
@@ -20,11 +20,12 @@ class WeightGradQueue {
   void layer_done(int layer) { items_.push_back({{}, {}, {}, layer}); }
   bool empty() const { return items_.empty(); }
 
-  // Runs the queued products; `layer_done(l)`, when set, after each layer's.
-  void run(Backend& be, const std::function<void(int)>& layer_done) {
+  // Runs the queued products; boundaries->layer_grads_final(l), when given,
+  // after each layer's.
+  void run(Backend& be, LayerBoundaries* boundaries) {
     for (const Item& it : items_) {
       if (it.layer != -2) {
-        if (layer_done && it.layer >= 0) layer_done(it.layer);
+        if (boundaries && it.layer >= 0) boundaries->layer_grads_final(it.layer);
         continue;
       }
       be.linear_bwd_weight(it.dy, it.x, it.dw);

@@ -87,7 +87,7 @@ class Run {
               pipeline::to_string(a), " is outside the ", spec_.microbatches, " micro-batches");
       require(a.chunk >= 0 && a.chunk < chunks_, "schedule: ", pipeline::to_string(a),
               " names a chunk this stage does not hold (it holds ", chunks_, ")");
-      if (hooks_.before_action) hooks_.before_action(a);
+      if (hooks_.observer) hooks_.observer->before_action(a);
       const auto t_action = Clock::now();
       const double waited_before = res_.times.wait;
       execute(a, i == last_completing[std::size_t(a.chunk)]);
@@ -208,7 +208,7 @@ class Run {
     const bool first = first_virtual(chunk), last = last_virtual(chunk);
     const std::size_t k = std::size_t(chunk);
     if (first || last) {
-      const HostBatch hb = hooks_.batch(mb);
+      const HostBatch hb = hooks_.batches->microbatch(mb);
       require(hb.batch == spec_.batch && hb.seq == spec_.seq, "pipeline: micro-batch ", mb,
               " has ", hb.batch, " x ", hb.seq, " tokens, the step expects ", spec_.batch, " x ",
               spec_.seq);
@@ -227,7 +227,7 @@ class Run {
       in.carry.assign(ts.begin() + 1, ts.end());
     }
     const auto t0 = Clock::now();
-    StageOutput out = model_.forward(in, spec_.training, s.saved, hooks_.before_layer_forward);
+    StageOutput out = model_.forward(in, spec_.training, s.saved, hooks_.boundaries);
     res_.times.compute += seconds_since(t0);
     s.forwarded = true;
     if (!last) {
@@ -251,11 +251,10 @@ class Run {
       grads_in = complete_recv(s.recv_grad, WireKind::Gradient, mb, shape_out_[std::size_t(a.chunk)]);
     }
     const auto t0 = Clock::now();
-    const std::function<void(int)> none;
     StageGrads g = model_.backward(
         last ? Tensor{} : grads_in[0],
         last ? std::span<const Tensor>{} : std::span<const Tensor>(grads_in).subspan(1),
-        spec_.loss_scale, s.saved, final_backward ? hooks_.final_layer_grads : none, split);
+        spec_.loss_scale, s.saved, final_backward ? hooks_.boundaries : nullptr, split);
     res_.times.compute += seconds_since(t0);
     s.backwarded = true;
     s.weights_done = !split;
@@ -270,8 +269,7 @@ class Run {
     require(s.backwarded && !s.weights_done, "schedule: ", pipeline::to_string(a),
             " without a pending BackwardInput");
     const auto t0 = Clock::now();
-    const std::function<void(int)> none;
-    model_.backward_weights(s.saved, final_backward ? hooks_.final_layer_grads : none);
+    model_.backward_weights(s.saved, final_backward ? hooks_.boundaries : nullptr);
     res_.times.compute += seconds_since(t0);
     s.weights_done = true;
   }
@@ -304,7 +302,7 @@ StageExecutor::Result StageExecutor::run(std::span<const Action> actions, const 
   require(spec.microbatches >= 1 && spec.batch >= 1 && spec.seq >= 1,
           "pipeline: a run needs at least one micro-batch of one sequence (got ",
           spec.microbatches, " of ", spec.batch, " x ", spec.seq, ")");
-  require((stage_ != 0 && stage_ != stages_ - 1) || hooks.batch != nullptr,
+  require((stage_ != 0 && stage_ != stages_ - 1) || hooks.batches != nullptr,
           "pipeline: the first and last stage need a source of micro-batches");
   return Run(model_, pipe_, stage_, stages_, spec, hooks).run(actions);
 }

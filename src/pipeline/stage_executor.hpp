@@ -6,11 +6,11 @@
 // the optimizer step that follow are the trainer's. The executor knows
 // nothing of which schedule produced the list.
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "model/layer_boundaries.hpp"
 #include "model/stage_model.hpp"
 #include "pipeline/host_batch.hpp"
 #include "pipeline/schedule.hpp"
@@ -31,16 +31,27 @@ class StageExecutor {
     bool training = true;     // backward actions allowed; ATM active
     double loss_scale = 0;    // weight of one token's loss in the objective (1 / global tokens)
   };
+  // Where the first and last stage read micro-batch `mb` of the run.
+  class MicrobatchSource {
+   public:
+    virtual ~MicrobatchSource() = default;
+    virtual HostBatch microbatch(int mb) const = 0;
+  };
+  // Hears every action before it runs (profilers and test seams).
+  class ActionObserver {
+   public:
+    virtual ~ActionObserver() = default;
+    virtual void before_action(const Action& a) = 0;
+  };
+  // What a run is given besides its actions; every part is optional but the
+  // micro-batches of the first and last stage.
   struct Hooks {
-    // The first and last stage read micro-batch `mb` of the step here.
-    std::function<HostBatch(int mb)> batch;
-    // Runs after layer l's gradients are final for the step: after the last
-    // Backward, or the last W of a split backward, of the chunk holding l.
-    std::function<void(int layer)> final_layer_grads;
-    // Runs before layer l's forward (-1: the embedding or head), every micro-batch.
-    std::function<void(int layer)> before_layer_forward;
-    // Runs before every action (profilers and test seams).
-    std::function<void(const Action&)> before_action;
+    const MicrobatchSource* batches = nullptr;
+    // The step's overlap at layer boundaries (model/layer_boundaries.hpp):
+    // before_layer_forward in every Forward; layer_grads_final in the last
+    // Backward, or the last W of a split backward, of each chunk.
+    LayerBoundaries* boundaries = nullptr;
+    ActionObserver* observer = nullptr;
     // Record one ActionEvent per action in Result::events (profiling).
     bool record_events = false;
   };

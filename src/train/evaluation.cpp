@@ -12,6 +12,24 @@ namespace wiola {
 
 double EvalTotals::perplexity() const { return std::exp(mean_loss()); }
 
+namespace {
+
+// One round of this replica's micro-batches: the run's mb is the global
+// micro-batch (first + mb)·dp + r.
+class RoundBatches final : public StageExecutor::MicrobatchSource {
+ public:
+  RoundBatches(const EvalSpec& spec, std::int64_t first, int dp, int r)
+      : spec_(spec), first_(first), dp_(dp), r_(r) {}
+  HostBatch microbatch(int mb) const override { return spec_.batch((first_ + mb) * dp_ + r_); }
+
+ private:
+  const EvalSpec& spec_;
+  std::int64_t first_;
+  int dp_, r_;
+};
+
+}  // namespace
+
 EvalTotals evaluate(StageExecutor& executor, Backend& backend, const comm::ProcessGrid& grid,
                     comm::Communicator& world, const EvalSpec& spec) {
   const std::int64_t M = spec.microbatches;
@@ -24,8 +42,9 @@ EvalTotals evaluate(StageExecutor& executor, Backend& backend, const comm::Proce
   std::vector<double> slots(std::size_t(2 * M), 0.0);
   for (std::int64_t first = 0, round = 0; first < mine; first += kEvalRound, ++round) {
     const int count = static_cast<int>(std::min<std::int64_t>(kEvalRound, mine - first));
+    const RoundBatches batches(spec, first, dp, r);
     StageExecutor::Hooks hooks;
-    hooks.batch = [&](int mb) { return spec.batch((first + mb) * dp + r); };
+    hooks.batches = &batches;
     const StageExecutor::RunSpec run_spec{static_cast<int>(round), count, spec.micro_batch,
                                           spec.seq, /*training=*/false, 0.0};
     const StageExecutor::Result run = executor.run(

@@ -76,6 +76,33 @@ struct StepTotals {
   double mean_loss() const { return loss_sum / std::max(1.0, loss_tokens); }
 };
 
+// This replica's micro-batches of one step: consecutive runs of the global
+// sample order from `first`.
+class StepBatches final : public StageExecutor::MicrobatchSource {
+ public:
+  StepBatches(const BatchFeed& feed, std::int64_t first, int size)
+      : feed_(feed), first_(first), size_(size) {}
+  HostBatch microbatch(int mb) const override {
+    return feed_.samples(first_ + std::int64_t(mb) * size_, size_);
+  }
+
+ private:
+  const BatchFeed& feed_;
+  std::int64_t first_;
+  int size_;
+};
+
+// Passes each action of one step on to a TrainObserver.
+class StepObserver final : public StageExecutor::ActionObserver {
+ public:
+  StepObserver(TrainObserver* observer, std::int64_t step) : observer_(observer), step_(step) {}
+  void before_action(const Action& a) override { observer_->before_action(step_, a); }
+
+ private:
+  TrainObserver* observer_;
+  std::int64_t step_;
+};
+
 // Everything one rank needs for a run; built once, then stepped.
 class Trainer {
  public:
@@ -96,7 +123,8 @@ class Trainer {
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
   StepTotals reduce_totals(const StageExecutor::Result& run);
-  HostBatch train_microbatch(std::int64_t step, int mb) const;
+  // The first sample of this replica's share of `step` in the global order.
+  std::int64_t first_sample(std::int64_t step) const;
   // ---- around the steps ----
   EvalTotals evaluate();
   void log_step(std::int64_t step, const StepRecord& r);
@@ -487,12 +515,10 @@ void Trainer::print_plan() const {
 
 // Micro-batch `mb` of this replica in `step`: the replica's share of the
 // step's global batch, in order.
-HostBatch Trainer::train_microbatch(std::int64_t step, int mb) const {
+std::int64_t Trainer::first_sample(std::int64_t step) const {
   const std::int64_t share = opts_.global_batch / opts_.dp;
   const std::int64_t step_first = sample_base_ + (step - start_step_) * opts_.global_batch;
-  return train_feed_->samples(
-      step_first + grid_.dp_index() * share + std::int64_t(mb) * opts_.micro_batch,
-      opts_.micro_batch);
+  return step_first + grid_.dp_index() * share;
 }
 
 // One world all-reduce of this rank's [Σ g², Σ loss, tokens], read back once.
@@ -518,12 +544,13 @@ StepRecord Trainer::train_step(std::int64_t step) {
   if (observer_) observer_->before_step(step, *model_);
   model_->params().zero_grads();
 
+  const StepBatches batches(*train_feed_, first_sample(step), opts_.micro_batch);
+  StepObserver watcher(observer_, step);
   StageExecutor::Hooks hooks;
-  hooks.batch = [&](int mb) { return train_microbatch(step, mb); };
-  hooks.final_layer_grads = [&](int layer) { optimizer_->on_layer_grads_final(layer); };
-  hooks.before_layer_forward = [&](int layer) { optimizer_->wait_for_params(layer); };
+  hooks.batches = &batches;
+  hooks.boundaries = optimizer_.get();  // ZeRO's gathers and reduce-scatters
+  hooks.observer = observer_ ? &watcher : nullptr;
   hooks.record_events = observer_ && observer_->wants_events();
-  if (observer_) hooks.before_action = [&](const Action& a) { observer_->before_action(step, a); };
   const StageExecutor::RunSpec spec{static_cast<int>(step), microbatches_, opts_.micro_batch,
                                     opts_.model.T, /*training=*/true,
                                     1.0 / (double(opts_.global_batch) * opts_.model.T)};

@@ -81,7 +81,7 @@ void ZeroOptimizer::start_bucket(Bucket& b) {
   b.pending = g_.data->ireduce_scatter(send, recv, counts, comm::ReduceOp::Sum);
 }
 
-void ZeroOptimizer::on_layer_grads_final(int layer) {
+void ZeroOptimizer::layer_grads_final(int layer) {
   if (stage_ < 2 || dp_ == 1) return;
   start_bucket(layer_buckets_.at(std::size_t(layer)));
   // MPI progresses non-blocking collectives only inside MPI calls: poke the

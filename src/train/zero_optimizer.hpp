@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "model/layer_boundaries.hpp"
 #include "model/stage_model.hpp"
 #include "optim/adamw_optimizer.hpp"
 #include "train/zero_shard.hpp"
@@ -33,7 +34,10 @@ struct ZeroGroups {
   comm::Communicator* embedding = nullptr;  // first and last stage, when they differ
 };
 
-class ZeroOptimizer {
+// At the layer boundaries of a training step (model/layer_boundaries.hpp)
+// it waits for a layer's parameter all-gather before its forward and starts
+// a layer's gradient reduce-scatter (ZeRO-2) once its gradients are final.
+class ZeroOptimizer final : public LayerBoundaries {
  public:
   ZeroOptimizer(StageModel& model, ZeroGroups groups, int zero_stage, AdamWConfig adam,
                 bool count_embedding_in_norm);
@@ -47,7 +51,9 @@ class ZeroOptimizer {
   void take_master_from_params();
 
   // ZeRO-2: layer l's gradient is final for this step; start reducing it.
-  void on_layer_grads_final(int layer);
+  void layer_grads_final(int layer) override;
+  // ZeRO >= 1: wait_for_params(layer).
+  void before_layer_forward(int layer) override { wait_for_params(layer); }
   // Embedding-group sum of the tied embedding's gradient, then the
   // data-parallel reduction (all-reduce, or reduce-scatter into the shard).
   void reduce_grads();

@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/device_counters.hpp"
 #include "core/error.hpp"
+#include "model/layer_boundaries.hpp"
 #include "model/stage_model.hpp"
 
 using namespace wiola;
@@ -36,6 +37,14 @@ std::string line(const char* what, const DeviceCounts& c) {
                 static_cast<long long>(c.host_syncs), static_cast<long long>(c.allocations));
   return buf;
 }
+
+// The counters at each layer boundary of one forward and one backward.
+class CountsAtBoundaries final : public LayerBoundaries {
+ public:
+  std::map<int, DeviceCounts> forward, backward;
+  void before_layer_forward(int layer) override { forward[layer] = cuda::device_counts(); }
+  void layer_grads_final(int layer) override { backward[layer] = cuda::device_counts(); }
+};
 
 DeviceCounts operator+(const DeviceCounts& a, const DeviceCounts& b) {
   DeviceCounts z;
@@ -85,20 +94,20 @@ int run(int argc, char** argv) {
 
   // Two micro-batches: the first warms what is allocated once (plans, the
   // cuBLASLt workspace); the second is reported.
-  std::map<int, DeviceCounts> fwd_at, bwd_at;
+  CountsAtBoundaries at;
   DeviceCounts fwd_begin, fwd_end, bwd_begin, bwd_end;
   for (int pass = 0; pass < 2; ++pass) {
     model.params().zero_grads();
     StageSaved saved;
     fwd_begin = cuda::device_counts();
-    const StageOutput out = model.forward(in, /*training=*/true, saved,
-                                          [&](int l) { fwd_at[l] = cuda::device_counts(); });
+    const StageOutput out = model.forward(in, /*training=*/true, saved, &at);
     fwd_end = bwd_begin = cuda::device_counts();
-    model.backward(Tensor{}, {}, 1.0 / (B * T), saved,
-                   [&](int l) { bwd_at[l] = cuda::device_counts(); });
+    model.backward(Tensor{}, {}, 1.0 / (B * T), saved, &at);
     bwd_end = cuda::device_counts();
     (void)out;
   }
+  std::map<int, DeviceCounts>& fwd_at = at.forward;
+  std::map<int, DeviceCounts>& bwd_at = at.backward;
   // A segment runs from one hook to the next; the summary of a layer's
   // output is taken before the next layer's hook, so it counts with the layer.
   const DeviceCounts atm_f = fwd_at[2] - fwd_at[1], plain_f = fwd_at[3] - fwd_at[2];
