@@ -8,6 +8,8 @@
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/device_counters.hpp"
 #include "core/error.hpp"
+#include "core/model_config.hpp"
+#include "model/stage_model.hpp"
 #include "runtime_emu.hpp"
 
 namespace wiola::test {
@@ -116,6 +118,49 @@ TEST(DeviceCounters, AFullDeviceTakesTheCacheBack) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Whether one training micro-batch (forward and backward of a whole
+// wiola-tiny model, after a first that allocates) could be captured as a CUDA
+// graph: with ATM off it makes no call a capture refuses; with ATM on the
+// token plan's trip to the host is refused (docs/performance.md, "What a step
+// asks of the GPU": the host syncs of ATM layers).
+std::string capture_second_microbatch(AtmMode atm) {
+  ModelConfig cfg = preset("wiola-tiny");
+  cfg.atm = atm;
+  cuda::CudaBackend be(0);
+  StageModel model(be, cfg, StageSpec::whole(cfg), DType::F32);
+  model.params().init(3);
+  const int B = 2, T = cfg.T;
+  std::vector<std::int32_t> ids(std::size_t(B) * T);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7919) % cfg.V);
+  StageInput in;
+  in.batch = B;
+  in.seq = T;
+  in.tokens = be.alloc(DType::I32, std::int64_t(B) * T, 1);
+  in.targets = be.alloc(DType::I32, std::int64_t(B) * T, 1);
+  be.from_host(ids.data(), in.tokens);
+  be.from_host(ids.data(), in.targets);
+  struct EndCapture {  // before the backend and the model go (their teardown syncs)
+    ~EndCapture() { cuda::emu_end_capture(); }
+  } end_capture;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) cuda::emu_begin_capture();
+    try {
+      StageSaved saved;
+      (void)model.forward(in, /*training=*/true, saved);
+      model.backward(Tensor{}, {}, 1.0 / (B * T), saved);
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+  return "";
+}
+
+TEST(DeviceCounters, AMicroBatchWithoutAtmCouldBeCapturedAsAGraph) {
+  EXPECT_EQ(capture_second_microbatch(AtmMode::Off), "");
+  const std::string refused = capture_second_microbatch(AtmMode::Causal);
+  EXPECT_NE(refused.find("during a stream capture"), std::string::npos) << refused;
 }
 
 }  // namespace

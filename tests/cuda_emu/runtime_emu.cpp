@@ -19,6 +19,26 @@
 
 namespace wiola::cuda {
 
+namespace {
+// What the emulated device holds, for emu_set_memory_limit.
+std::mutex live_mutex;
+std::unordered_map<void*, std::size_t> live;
+std::size_t live_bytes = 0;
+std::size_t memory_limit = 0;  // 0: the host's memory
+bool capturing = false;
+
+void refuse_during_capture(const char* call) {
+  require(!capturing, "emulated CUDA: ", call,
+          " during a stream capture (CUDA refuses it: cudaErrorStreamCaptureUnsupported)");
+}
+}  // namespace
+
+void emu_begin_capture() {
+  require(!capturing, "emulated CUDA: a stream capture is already under way");
+  capturing = true;
+}
+void emu_end_capture() { capturing = false; }
+
 int device_count() { return 1; }
 std::string no_device_reason() { return ""; }
 void set_device(int index) {
@@ -44,15 +64,11 @@ Stream create_stream() {
   return &token;
 }
 void destroy_stream(Stream) {}
-void synchronize(Stream) { count_device_event(DeviceEvent::HostSync); }
+void synchronize(Stream) {
+  refuse_during_capture("a stream synchronisation");
+  count_device_event(DeviceEvent::HostSync);
+}
 
-namespace {
-// What the emulated device holds, for emu_set_memory_limit.
-std::mutex live_mutex;
-std::unordered_map<void*, std::size_t> live;
-std::size_t live_bytes = 0;
-std::size_t memory_limit = 0;  // 0: the host's memory
-}  // namespace
 
 void emu_set_memory_limit(std::size_t bytes) {
   std::lock_guard<std::mutex> lock(live_mutex);
@@ -65,6 +81,7 @@ std::size_t emu_memory_in_use() {
 }
 
 void* try_allocate(std::size_t bytes, Stream) {
+  refuse_during_capture("an allocation");
   count_device_event(DeviceEvent::Allocation);
   // As cudaMallocAsync: 256-byte aligned, what cuBLASLt assumes (core/alignment.hpp).
   const auto step = static_cast<std::size_t>(kOperandAlignBytes);
@@ -104,12 +121,14 @@ void memset_bytes(void* p, int value, std::size_t bytes, Stream) {
 }
 void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
   if (!bytes) return;
+  refuse_during_capture("a copy to host memory");
   count_device_event(DeviceEvent::Copy);
   std::memcpy(dst, src, bytes);
   synchronize(s);  // as the CUDA runtime: the host waits before it reads
 }
 void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream) {
   if (!bytes) return;
+  refuse_during_capture("a copy from pageable host memory");
   count_device_event(DeviceEvent::Copy);
   std::memcpy(dst, src, bytes);
 }
