@@ -39,7 +39,10 @@ struct CudaBackend::Memory {
   std::mutex cache_mutex;  // deleters run on whichever thread drops a tensor
   std::multimap<std::size_t, void*> cached;  // released blocks by size
 
-  Block take(std::size_t bytes, const char* what) {
+  // `describe()` names the tensor for an out-of-memory error; it is called
+  // only when the cache has no block, so a hit builds no text.
+  template <class Describe>
+  Block take(std::size_t bytes, Describe describe) {
     {
       std::lock_guard<std::mutex> lock(cache_mutex);
       const auto it = cached.lower_bound(bytes);
@@ -51,7 +54,7 @@ struct CudaBackend::Memory {
     }
     if (void* p = try_allocate(bytes, stream)) return {p, bytes};
     drop_cache();
-    return {allocate(bytes, stream, what), bytes};  // throws, naming `what`, if still full
+    return {allocate(bytes, stream, describe().c_str()), bytes};  // throws, naming it, if still full
   }
   void give_back(Block b) {
     std::lock_guard<std::mutex> lock(cache_mutex);
@@ -142,9 +145,10 @@ Tensor CudaBackend::allocate_tensor(DType dtype, std::int64_t rows, std::int64_t
                            (std::size_t(1) << 46) / es / static_cast<std::uint64_t>(cols),
           "alloc: ", rows, "x", cols, " ", dtype_name(dtype), " is too large");
   const std::size_t bytes = rounded_up(static_cast<std::size_t>(rows * cols) * es);
-  const std::string what = std::string(kind) + " " + std::to_string(rows) + "x" +
-                           std::to_string(cols) + " " + std::string(dtype_name(dtype)) + " tensor";
-  const Memory::Block block = memory_->take(bytes, what.c_str());
+  const Memory::Block block = memory_->take(bytes, [&] {
+    return std::string(kind) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
+           std::string(dtype_name(dtype)) + " tensor";
+  });
   auto* p = static_cast<std::byte*>(block.p);
   const std::size_t now = memory_->in_use += bytes;
   std::size_t peak = memory_->peak.load();
