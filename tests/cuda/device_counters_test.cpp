@@ -11,6 +11,7 @@
 #include "core/model_config.hpp"
 #include "model/stage_model.hpp"
 #include "runtime_emu.hpp"
+#include "synthetic_input.hpp"
 
 namespace wiola::test {
 namespace {
@@ -132,15 +133,7 @@ std::string capture_second_microbatch(AtmMode atm) {
   StageModel model(be, cfg, StageSpec::whole(cfg), DType::F32);
   model.params().init(3);
   const int B = 2, T = cfg.T;
-  std::vector<std::int32_t> ids(std::size_t(B) * T);
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7919) % cfg.V);
-  StageInput in;
-  in.batch = B;
-  in.seq = T;
-  in.tokens = be.alloc(DType::I32, std::int64_t(B) * T, 1);
-  in.targets = be.alloc(DType::I32, std::int64_t(B) * T, 1);
-  be.from_host(ids.data(), in.tokens);
-  be.from_host(ids.data(), in.targets);
+  const StageInput in = synthetic_input(be, cfg, B, T);
   struct EndCapture {  // before the backend and the model go (their teardown syncs)
     ~EndCapture() { cuda::emu_end_capture(); }
   } end_capture;

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "model/layer_boundaries.hpp"
 #include "model/stage_model.hpp"
+#include "synthetic_input.hpp"
 
 using namespace wiola;
 using cuda::DeviceCounts;
@@ -79,18 +80,7 @@ int run(int argc, char** argv) {
   cuda::CudaBackend be(0);
   StageModel model(be, cfg, StageSpec::whole(cfg), dtype);
   model.params().init(7);
-  std::vector<std::int32_t> ids(std::size_t(B) * T), targets(ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<std::int32_t>((i * 7919) % static_cast<std::size_t>(cfg.V));
-    targets[i] = static_cast<std::int32_t>((i * 104729 + 1) % static_cast<std::size_t>(cfg.V));
-  }
-  StageInput in;
-  in.batch = B;
-  in.seq = T;
-  in.tokens = be.alloc(DType::I32, std::int64_t(B) * T, 1);
-  in.targets = be.alloc(DType::I32, std::int64_t(B) * T, 1);
-  be.from_host(ids.data(), in.tokens);
-  be.from_host(targets.data(), in.targets);
+  const StageInput in = test::synthetic_input(be, cfg, B, T);
 
   // Two micro-batches: the first warms what is allocated once (plans, the
   // cuBLASLt workspace); the second is reported.
