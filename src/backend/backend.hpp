@@ -4,6 +4,10 @@
 // implements each op's forward and backward for its device. The CPU backend is
 // the exact reference (fp32 and fp64); a CUDA backend implements the same list.
 //
+// Every op has one front: the public call below checks its arguments
+// (backend_front*.cpp), tells the observer (timing, test coverage) and calls
+// the protected do_* that a backend implements. op_table.hpp lists the ops.
+//
 // Conventions for every op below:
 //  * Matrices are row-major views (core/tensor.hpp); "x [N, C]" means rows x cols.
 //    Views may be column slices of a wider buffer (ld > cols) unless stated.
@@ -19,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "backend/op_table.hpp"
 #include "core/model_config.hpp"  // SummaryMode
 #include "core/tensor.hpp"
 
@@ -29,10 +34,10 @@ namespace wiola {
 // padding (written as zero, receive zero gradient).
 struct AttentionDims {
   int batch = 0;
-  int seq = 0;        // rows per sequence block (the context length T)
-  int heads = 0;      // H query heads
-  int kv_heads = 0;   // Hkv key/value heads; query head h reads group h % kv_heads
-  int head_dim = 0;   // dh; scores are scaled by 1/sqrt(dh)
+  int seq = 0;       // rows per sequence block (the context length T)
+  int heads = 0;     // H query heads
+  int kv_heads = 0;  // Hkv key/value heads; query head h reads group h % kv_heads
+  int head_dim = 0;  // dh; scores are scaled by 1/sqrt(dh)
 };
 
 // Which coordinates of a head a rotary map pairs: rotate-half (j, j + dh/2),
@@ -58,11 +63,26 @@ inline bool poison_uninit_requested() {
   return on;
 }
 
+// Sees the ops called through a backend, the outermost call of each (an op
+// that a backend implements with another op is one call).
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void op_begins(Op op) = 0;
+  virtual void op_ends(Op op) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
+  // The floating dtypes this backend computes in (the CPU: fp32 and fp64;
+  // CUDA: bf16 and fp32). Statistics, parameter gradients and rotary tables
+  // are wide_dtype() of the call's compute dtype.
+  virtual bool computes_in(DType dtype) const = 0;
+  // Every op from now on is reported to `observer` (nullptr: none).
+  void set_observer(OpObserver* observer) { observer_ = observer; }
   // Waits until every op queued so far has finished (a no-op on the CPU).
   virtual void synchronize() {}
   // The device stream the ops are queued on (a cudaStream_t for CUDA), for a
@@ -85,65 +105,62 @@ class Backend {
 
   // ---- memory -------------------------------------------------------------
   // Zero-filled, contiguous rows x cols tensor.
-  virtual Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) = 0;
+  Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols);
   // The same, its contents unspecified: for an op's output that the op
   // writes whole (a product with accumulate = false, an elementwise result),
   // where zero-filling first is wasted memory traffic. A backend may return
   // zeros; the CPU and CUDA backends fill it with NaN when
   // WIOLA_POISON_UNINIT=1 (poison_uninit_requested(); the test suite sets
   // it), so a reader of an element nobody wrote fails a test.
-  virtual Tensor alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
-    return alloc(dtype, rows, cols);
-  }
-  virtual void fill(const Tensor& t, double value) = 0;
+  Tensor alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols);
+  void fill(const Tensor& t, double value);
   // dst = src (same shape and dtype; either may be strided).
-  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  void copy(const Tensor& src, const Tensor& dst);
   // dst = src converted to dst's dtype (same shape).
-  virtual void convert(const Tensor& src, const Tensor& dst) = 0;
+  void convert(const Tensor& src, const Tensor& dst);
   // Contiguous tensor <-> host bytes in the tensor's own dtype.
-  virtual void to_host(const Tensor& src, void* dst) = 0;
-  virtual void from_host(const void* src, const Tensor& dst) = 0;
+  void to_host(const Tensor& src, void* dst);
+  void from_host(const void* src, const Tensor& dst);
   // Raw bytes between this backend's memory and host memory (staging device
   // buffers for a transport that reads only host memory).
-  virtual void copy_to_host(const void* src, void* host_dst, std::size_t bytes) = 0;
-  virtual void copy_from_host(const void* host_src, void* dst, std::size_t bytes) = 0;
+  void copy_to_host(const void* src, void* host_dst, std::size_t bytes);
+  void copy_from_host(const void* host_src, void* dst, std::size_t bytes);
 
   // ---- elementwise and reductions ----------------------------------------
-  virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;  // out = a + b
-  virtual void axpy(double alpha, const Tensor& x, const Tensor& y) = 0;      // y += alpha * x
-  virtual void scale(const Tensor& x, double alpha) = 0;                      // x *= alpha
+  void add(const Tensor& a, const Tensor& b, const Tensor& out);  // out = a + b
+  void axpy(double alpha, const Tensor& x, const Tensor& y);      // y += alpha * x
+  void scale(const Tensor& x, double alpha);                      // x *= alpha
   // Reductions into an F64 [1, 1] accumulator in backend memory, so that
   // orchestration can sum losses and norms without reading them back until
   // it needs them (once per step). NaN or Inf anywhere propagates.
   // acc += Σ x, the elements added in double one after another in row-major order.
-  virtual void sum(const Tensor& x, const Tensor& acc) = 0;
+  void sum(const Tensor& x, const Tensor& acc);
   // acc += Σ x², accumulated in double (in fixed-size chunks, so the result
   // does not depend on the thread count).
-  virtual void sum_squares(const Tensor& x, const Tensor& acc) = 0;
+  void sum_squares(const Tensor& x, const Tensor& acc);
 
   // ---- linear: y = x·Wᵀ, x [N, in], W [out, in], y [N, out] ------------------
-  virtual void linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) = 0;
+  void linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate);
   // dx = dy · W
-  virtual void linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
-                               bool accumulate) = 0;
+  void linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx, bool accumulate);
   // dw += dyᵀ · x
-  virtual void linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) = 0;
+  void linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw);
 
   // ---- embedding: out[i] = table[tokens[i]] -------------------------------
   // tokens I32 [N, 1] (already validated < V), table [V, d], out [N, d].
-  virtual void embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) = 0;
+  void embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out);
   // dtable[tokens[i]] += dout[i]
-  virtual void embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) = 0;
+  void embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable);
 
   // ---- WRMSNorm: z = x + δ, y = γ ⊙ z / sqrt(mean(z²) + eps) ---------------
   // gamma, delta [1, d]; rstd [N, 1] receives 1/sqrt(mean(z²)+eps) for backward.
   // delta may be an undefined Tensor: plain RMSNorm (δ = 0, Wiola 13M); ddelta
   // is then undefined too and nothing is added for it.
-  virtual void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
-                            const Tensor& y, const Tensor& rstd) = 0;
-  virtual void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
-                            const Tensor& rstd, const Tensor& dy, const Tensor& dx, bool accumulate,
-                            const Tensor& dgamma, const Tensor& ddelta) = 0;
+  void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
+                    const Tensor& y, const Tensor& rstd);
+  void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, const Tensor& rstd,
+                    const Tensor& dy, const Tensor& dx, bool accumulate, const Tensor& dgamma,
+                    const Tensor& ddelta);
 
   // ---- SRPE / rotary maps (pairs inside every head) -------------------------
   // x, y [N, heads*head_dim] (y may be x); positions I32 [N, 1];
@@ -151,13 +168,11 @@ class Backend {
   // c = r·cos Θ, s = r·sin Θ; spiral RoPE: cos and sin of the angle). Pair j is
   // (a, b) = (j, j + dh/2) for RotaryPairs::Half, (2j, 2j + 1) for Interleaved:
   // y_a = x_a c − x_b s ; y_b = x_a s + x_b c.
-  virtual void srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
-                        const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
-                        const Tensor& y) = 0;
+  void srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
+                const Tensor& sin_tab, int head_dim, RotaryPairs pairs, const Tensor& y);
   // dx = R(p)ᵀ dy (written; dx may be dy).
-  virtual void srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
-                        const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
-                        const Tensor& dx) = 0;
+  void srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
+                const Tensor& sin_tab, int head_dim, RotaryPairs pairs, const Tensor& dx);
 
   // ---- GCLA attention core -------------------------------------------------
   // Q [B*T, H*dh] (after SRPE), K, V [B*T, Hkv*dh] (K after SRPE).
@@ -172,87 +187,80 @@ class Backend {
   // No context (n_ctx = 0; plain causal attention, Wiola 13M): O = O_self
   // exactly; phi, o_ctx, lse_ctx (and in backward dphi) are neither read nor
   // written and may be undefined Tensors; o_self may be the same tensor as o.
-  virtual void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
-                             const Tensor& v, std::span<const Tensor> ctx_k,
-                             std::span<const Tensor> ctx_v, const Tensor& phi,
-                             const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
-                             const Tensor& o_ctx, const Tensor& lse_self,
-                             const Tensor& lse_ctx) = 0;
+  void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+                     std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
+                     const Tensor& phi, const AttentionIndex& index, const Tensor& o,
+                     const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
+                     const Tensor& lse_ctx);
   // Writes dq, dk, dv (same shapes as q, k, v) and dctx_k[c], dctx_v[c];
   // adds into dphi.
-  virtual void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
-                             const Tensor& v, std::span<const Tensor> ctx_k,
-                             std::span<const Tensor> ctx_v, const Tensor& phi,
-                             const AttentionIndex& index, const Tensor& o_self,
-                             const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
-                             const Tensor& d_o, const Tensor& dq, const Tensor& dk,
-                             const Tensor& dv, std::span<const Tensor> dctx_k,
-                             std::span<const Tensor> dctx_v, const Tensor& dphi) = 0;
+  void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+                     std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
+                     const Tensor& phi, const AttentionIndex& index, const Tensor& o_self,
+                     const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
+                     const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                     std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
+                     const Tensor& dphi);
 
   // ---- per-head maps of x [N, heads*head_dim] (Wiola 13M's gate) ------------
   // y [N, head_dim] = the mean over the heads: y_j = (1/heads) Σ_h x[h*head_dim + j].
-  virtual void head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) = 0;
+  void head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y);
   // dx[h*head_dim + j] = dy_j / heads (written, or added when accumulate).
-  virtual void head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx,
-                             bool accumulate) = 0;
+  void head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bool accumulate);
   // y[h*head_dim + j] = s[h] · x[h*head_dim + j], s [N, heads] (y may be x).
-  virtual void head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim,
-                              const Tensor& y) = 0;
+  void head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim, const Tensor& y);
   // dx = s · dy per head (written; dx may be dy); ds[h] = Σ_j dy·x over the
   // head's columns (written, summed in at least fp32).
-  virtual void head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
-                              const Tensor& dx, const Tensor& ds) = 0;
+  void head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
+                      const Tensor& dx, const Tensor& ds);
 
   // ---- gates and activations (all [N, C], element by element) --------------
   // y = σ(g) ⊙ x
-  virtual void sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) = 0;
-  virtual void sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy,
-                               const Tensor& dg, const Tensor& dx) = 0;
+  void sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y);
+  void sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy, const Tensor& dg,
+                       const Tensor& dx);
   // y = SiLU(g) ⊙ u, SiLU(g) = g σ(g)
-  virtual void silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) = 0;
-  virtual void silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
-                            const Tensor& du) = 0;
+  void silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y);
+  void silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
+                    const Tensor& du);
   // y = GELU(x), exact: x Φ(x) = x (1 + erf(x/√2)) / 2
-  virtual void gelu_fwd(const Tensor& x, const Tensor& y) = 0;
-  virtual void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) = 0;
+  void gelu_fwd(const Tensor& x, const Tensor& y);
+  void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx);
   // DSFF fusion: α = σ(logits), out = α ⊙ a + (1 − α) ⊙ b
-  virtual void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
-                          const Tensor& out) = 0;
-  virtual void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
-                          const Tensor& dout, const Tensor& dlogits, const Tensor& da,
-                          const Tensor& db) = 0;
+  void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& out);
+  void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
+                  const Tensor& dlogits, const Tensor& da, const Tensor& db);
 
   // ---- GCLA layer summaries of x [B*T, d] ----------------------------------
   // Causal:   s [B*T, d], s[b,t] = mean of x[b,0..t].
   // Sequence: s [B, d],   s[b]   = mean of x[b,0..T-1].
-  virtual void summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
-                           const Tensor& s) = 0;
+  void summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq, const Tensor& s);
   // dx += ∂s/∂x applied to ds.
-  virtual void summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,
-                           const Tensor& dx) = 0;
+  void summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq, const Tensor& dx);
 
   // ---- ATM row maps -----------------------------------------------------------
-  // rho [B*T, 1] (floating); rho[b,t] = cos(x[b,t], x[b,t+1]) for t < T−1
-  // (0 when either row is zero), rho[b,T−1] = −2.
-  virtual void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) = 0;
+  // rho [B*T, 1] (fp32, or fp64 where the backend computes in it);
+  // rho[b,t] = cos(x[b,t], x[b,t+1]) for t < T−1 (0 when either row is zero),
+  // rho[b,T−1] = −2.
+  void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho);
   // dst[r] = mean of src rows {idx_a[r], idx_b[r]} leaving out −1 entries; a row
   // with idx_a[r] = −1 is zero. Indices are absolute rows of src.
-  virtual void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
-                              const Tensor& dst) = 0;
+  void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
+                      const Tensor& dst);
   // dsrc[idx] += ddst[r] / count(r)   (the adjoint of merge_rows_fwd)
-  virtual void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
-                              const Tensor& dsrc) = 0;
+  void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                      const Tensor& dsrc);
 
   // ---- loss: mean-free cross-entropy per row --------------------------------
   // logits [N, V], targets I32 [N, 1] (−1: ignored row). Writes loss[i] =
   // lse_i − logits[i, target] (0 for ignored rows) and lse [N, 1], both in the
   // logits' dtype but computed in at least fp32 with max-subtraction.
-  virtual void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
-                                 const Tensor& lse) = 0;
+  void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
+                         const Tensor& lse);
   // dlogits = scale · (softmax(logits) − onehot(target)); 0 for ignored rows.
   // dlogits may be logits (in place).
-  virtual void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                                 double scale, const Tensor& dlogits) = 0;
+  void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                         double scale, const Tensor& dlogits);
 
   // ---- optimizer ---------------------------------------------------------------
   // One AdamW step on a contiguous range (param, grad, m, v share a shape):
@@ -264,8 +272,103 @@ class Backend {
     double lr, beta1, beta2, eps, weight_decay, grad_scale;
     long step;  // 1-based
   };
-  virtual void adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad,
-                          const Tensor& m, const Tensor& v) = 0;
+  void adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad, const Tensor& m,
+                  const Tensor& v);
+
+ protected:
+  // What each backend implements: the math of an op on its device. The public
+  // op above has checked every argument (tensors defined and in this
+  // backend's memory, dtypes, shapes, the attention arguments) before it calls
+  // one of these, so an implementation checks only the limits of its own
+  // kernels.
+  virtual Tensor do_alloc(DType dtype, std::int64_t rows, std::int64_t cols) = 0;
+  virtual Tensor do_alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
+    return do_alloc(dtype, rows, cols);
+  }
+  virtual void do_fill(const Tensor& t, double value) = 0;
+  virtual void do_copy(const Tensor& src, const Tensor& dst) = 0;
+  virtual void do_convert(const Tensor& src, const Tensor& dst) = 0;
+  virtual void do_to_host(const Tensor& src, void* dst) = 0;
+  virtual void do_from_host(const void* src, const Tensor& dst) = 0;
+  virtual void do_copy_to_host(const void* src, void* host_dst, std::size_t bytes) = 0;
+  virtual void do_copy_from_host(const void* host_src, void* dst, std::size_t bytes) = 0;
+  virtual void do_add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void do_axpy(double alpha, const Tensor& x, const Tensor& y) = 0;
+  virtual void do_scale(const Tensor& x, double alpha) = 0;
+  virtual void do_sum(const Tensor& x, const Tensor& acc) = 0;
+  virtual void do_sum_squares(const Tensor& x, const Tensor& acc) = 0;
+  virtual void do_linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y,
+                             bool accumulate) = 0;
+  virtual void do_linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
+                                  bool accumulate) = 0;
+  virtual void do_linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) = 0;
+  virtual void do_embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) = 0;
+  virtual void do_embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) = 0;
+  virtual void do_wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
+                               double eps, const Tensor& y, const Tensor& rstd) = 0;
+  virtual void do_wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
+                               const Tensor& rstd, const Tensor& dy, const Tensor& dx,
+                               bool accumulate, const Tensor& dgamma, const Tensor& ddelta) = 0;
+  virtual void do_srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
+                           const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                           const Tensor& y) = 0;
+  virtual void do_srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
+                           const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                           const Tensor& dx) = 0;
+  virtual void do_attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                                const Tensor& v, std::span<const Tensor> ctx_k,
+                                std::span<const Tensor> ctx_v, const Tensor& phi,
+                                const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
+                                const Tensor& o_ctx, const Tensor& lse_self,
+                                const Tensor& lse_ctx) = 0;
+  virtual void do_attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                                const Tensor& v, std::span<const Tensor> ctx_k,
+                                std::span<const Tensor> ctx_v, const Tensor& phi,
+                                const AttentionIndex& index, const Tensor& o_self,
+                                const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
+                                const Tensor& d_o, const Tensor& dq, const Tensor& dk,
+                                const Tensor& dv, std::span<const Tensor> dctx_k,
+                                std::span<const Tensor> dctx_v, const Tensor& dphi) = 0;
+  virtual void do_head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) = 0;
+  virtual void do_head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx,
+                                bool accumulate) = 0;
+  virtual void do_head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim,
+                                 const Tensor& y) = 0;
+  virtual void do_head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
+                                 const Tensor& dx, const Tensor& ds) = 0;
+  virtual void do_sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) = 0;
+  virtual void do_sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy,
+                                  const Tensor& dg, const Tensor& dx) = 0;
+  virtual void do_silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) = 0;
+  virtual void do_silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
+                               const Tensor& du) = 0;
+  virtual void do_gelu_fwd(const Tensor& x, const Tensor& y) = 0;
+  virtual void do_gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) = 0;
+  virtual void do_fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                             const Tensor& out) = 0;
+  virtual void do_fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                             const Tensor& dout, const Tensor& dlogits, const Tensor& da,
+                             const Tensor& db) = 0;
+  virtual void do_summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
+                              const Tensor& s) = 0;
+  virtual void do_summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,
+                              const Tensor& dx) = 0;
+  virtual void do_row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) = 0;
+  virtual void do_merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
+                                 const Tensor& dst) = 0;
+  virtual void do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                                 const Tensor& dsrc) = 0;
+  virtual void do_cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
+                                    const Tensor& lse) = 0;
+  virtual void do_cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                    double scale, const Tensor& dlogits) = 0;
+  virtual void do_adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad,
+                             const Tensor& m, const Tensor& v) = 0;
+
+ private:
+  friend class ObservedOp;
+  OpObserver* observer_ = nullptr;
+  int depth_ = 0;  // ops in progress: only the outermost is observed
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -21,6 +21,19 @@ void DeviceOpTest::SetUp() {
   dev_ = make_device_backend(why);
   if (!dev_) GTEST_SKIP() << "no CUDA device to test on (" << device_kind() << "): " << why;
   cpu_ = make_cpu_backend();
+  dev_->set_observer(&ran_);
+}
+
+void DeviceOpTest::TearDown() {
+  if (!dev_) return;
+  dev_->set_observer(nullptr);
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const OpCase* c = op_case_of(info->test_suite_name(), info->name());
+  if (c == nullptr) return;
+  for (Op op : c->ops) {
+    EXPECT_TRUE(ran_.seen.count(op) > 0) << c->suite << "." << c->test << " declares "
+                                         << op_name(op) << " but did not run it on the device";
+  }
 }
 
 Pair DeviceOpTest::input(std::int64_t rows, std::int64_t cols, std::uint64_t seed, double lo,

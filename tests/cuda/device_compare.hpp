@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "op_coverage.hpp"
 #include "support/gradcheck.hpp"
 
 namespace wiola::test {
@@ -39,6 +40,8 @@ struct Pair {
 class DeviceOpTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override;
+  // Fails if the test declared an op (WIOLA_DEVICE_OP_TEST) it did not run.
+  void TearDown() override;
   DType dtype() const { return GetParam(); }
   Backend& cpu() { return *cpu_; }
   Backend& dev() { return *dev_; }
@@ -66,6 +69,7 @@ class DeviceOpTest : public ::testing::TestWithParam<DType> {
 
  private:
   std::unique_ptr<Backend> cpu_, dev_;
+  OpRecorder ran_;
 };
 
 std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info);

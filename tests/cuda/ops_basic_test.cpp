@@ -1,6 +1,7 @@
 // The CUDA backend's memory, elementwise, reduction, linear and optimizer ops
 // against the CPU backend in fp64 (device_compare.hpp), in fp32 and bf16.
 #include <limits>
+#include <tuple>
 
 #include "device_compare.hpp"
 
@@ -13,7 +14,8 @@ class CudaReductionOps : public DeviceOpTest {};
 class CudaLinearOps : public DeviceOpTest {};
 class CudaOptimizerOps : public DeviceOpTest {};
 
-TEST_P(CudaMemoryOps, FillCopyConvertAndHostTransfersAreExact) {
+WIOLA_DEVICE_OP_TEST(CudaMemoryOps, FillCopyConvertAndHostTransfersAreExact,
+                     Op::fill, Op::copy, Op::convert, Op::to_host, Op::from_host) {
   Pair a = input(7, 13, 1);
   // Host round trip of a contiguous tensor.
   EXPECT_EQ(read(dev(), a.dev), a.values);
@@ -45,6 +47,23 @@ TEST_P(CudaMemoryOps, AllocationsAreZeroedAndIndexTensorsWork) {
   for (double v : read(dev(), z)) ASSERT_EQ(v, 0.0);
   Pair idx = index({5, -1, 7, 0});
   EXPECT_EQ(read(dev(), idx.dev), (std::vector<double>{5, -1, 7, 0}));
+}
+
+// Raw bytes into device memory and back (a transport that reads only host
+// memory stages device buffers this way), at an offset inside a tensor.
+WIOLA_DEVICE_OP_TEST(CudaMemoryOps, RawBytesThroughHostMemory, Op::copy_from_host,
+                     Op::copy_to_host) {
+  Pair a = input(5, 9, 3);
+  const std::vector<double> values = random_vector(9, 4, -2, 2);
+  Pair row = input_as(dtype(), 1, 9, values);
+  // Row 2 of a becomes `row`: staged through host bytes on both backends.
+  for (auto [be, from, to] : {std::tuple{&dev(), &row.dev, &a.dev}, {&cpu(), &row.ref, &a.ref}}) {
+    const std::size_t size = dtype_size(from->dtype()) * 9;
+    std::vector<unsigned char> staged(size);
+    be->copy_to_host(from->data(), staged.data(), size);
+    be->copy_from_host(staged.data(), static_cast<unsigned char*>(to->data()) + 2 * size, size);
+  }
+  expect_close("a row staged through host memory", a, {0, 0});
 }
 
 // The elementwise kernel moves 16-byte packs when every view's rows start
@@ -91,7 +110,7 @@ TEST_P(CudaElementwiseOps, PackedAndElementwisePathsGiveTheSameBits) {
             << names[k] << ", placement " << p << ", element " << i;
 }
 
-TEST_P(CudaElementwiseOps, AddAxpyScale) {
+WIOLA_DEVICE_OP_TEST(CudaElementwiseOps, AddAxpyScale, Op::add, Op::axpy, Op::scale) {
   const Tolerance t = tol({1e-7, 1e-6}, {1e-6, 8e-3});
   Pair a = input(9, 70, 3), b = input(9, 70, 4), out = output(9, 70);
   cpu().add(a.ref, b.ref, out.ref);
@@ -106,7 +125,10 @@ TEST_P(CudaElementwiseOps, AddAxpyScale) {
   expect_close("scale of a column slice", a, t);
 }
 
-TEST_P(CudaElementwiseOps, GatesActivationsAndFusionForwardAndBackward) {
+WIOLA_DEVICE_OP_TEST(CudaElementwiseOps, GatesActivationsAndFusionForwardAndBackward,
+                     Op::sigmoid_mul_fwd, Op::sigmoid_mul_bwd, Op::silu_mul_fwd,
+                     Op::silu_mul_bwd, Op::gelu_fwd, Op::gelu_bwd, Op::fusion_fwd,
+                     Op::fusion_bwd) {
   const Tolerance t = tol({1e-6, 1e-5}, {1e-5, 8e-3});
   const int n = 11, c = 97;
   Pair g = input(n, c, 5, -6, 6), x = input(n, c, 6, -2, 2), dy = input(n, c, 7);
@@ -157,7 +179,8 @@ TEST_P(CudaElementwiseOps, MixedDtypesAreRefusedByName) {
   EXPECT_THROW(dev().add(a, cpu().alloc(DType::F32, 2, 2), a), Error);  // a CPU tensor
 }
 
-TEST_P(CudaReductionOps, SumAndSumSquaresAccumulateInDouble) {
+WIOLA_DEVICE_OP_TEST(CudaReductionOps, SumAndSumSquaresAccumulateInDouble, Op::sum,
+                     Op::sum_squares) {
   // Several 4096-element chunks, a strided view, and a start value in the accumulator.
   Pair x = input(37, 401, 10, -3, 3);
   for (bool squares : {false, true}) {
@@ -182,7 +205,8 @@ TEST_P(CudaReductionOps, SumAndSumSquaresAccumulateInDouble) {
   EXPECT_TRUE(std::isnan(read(dev(), acc)[0]));
 }
 
-TEST_P(CudaLinearOps, ForwardAndBothBackwardsOnStridedViews) {
+WIOLA_DEVICE_OP_TEST(CudaLinearOps, ForwardAndBothBackwardsOnStridedViews,
+                     Op::linear_fwd, Op::linear_bwd_data, Op::linear_bwd_weight) {
   const int n = 45, in = 96, out = 40;
   // x and dy are column slices of wider buffers (ld > cols).
   Pair xw = input(n, in + 16, 11), w = input(out, in, 12), dyw = input(n, out + 8, 13);
@@ -212,7 +236,7 @@ TEST_P(CudaLinearOps, ForwardAndBothBackwardsOnStridedViews) {
   expect_close("linear_bwd_weight (fp32 accumulate)", dw, {1e-5, 1e-5});
 }
 
-TEST_P(CudaOptimizerOps, AdamWOnFp32MasterWeights) {
+WIOLA_DEVICE_OP_TEST(CudaOptimizerOps, AdamWOnFp32MasterWeights, Op::adamw_step) {
   const int n = 1000;
   Pair p = input_as(DType::F32, 1, n, random_vector(n, 16));
   Pair g = input_as(DType::F32, 1, n, random_vector(n, 17, -0.1, 0.1));

@@ -20,7 +20,7 @@ struct Shape {
 };
 const Shape kShapes[] = {{300, 8, 32}, {37, 3, 5}};
 
-TEST_P(CudaHeadOps, MeanForwardAndBackward) {
+WIOLA_DEVICE_OP_TEST(CudaHeadOps, MeanForwardAndBackward, Op::head_mean_fwd, Op::head_mean_bwd) {
   for (const Shape& sh : kShapes) {
     const std::string at = " (H " + std::to_string(sh.heads) + ", dh " + std::to_string(sh.dh) + ")";
     const int w = sh.heads * sh.dh;
@@ -45,7 +45,8 @@ TEST_P(CudaHeadOps, MeanForwardAndBackward) {
   }
 }
 
-TEST_P(CudaHeadOps, ScaleForwardBackwardAndInPlace) {
+WIOLA_DEVICE_OP_TEST(CudaHeadOps, ScaleForwardBackwardAndInPlace,
+                     Op::head_scale_fwd, Op::head_scale_bwd) {
   for (const Shape& sh : kShapes) {
     const std::string at = " (H " + std::to_string(sh.heads) + ", dh " + std::to_string(sh.dh) + ")";
     const int w = sh.heads * sh.dh;

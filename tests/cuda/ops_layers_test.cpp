@@ -43,7 +43,7 @@ void expect_same_bits(Backend& be, const Tensor& a, const Tensor& b, const std::
 
 // ---- embedding --------------------------------------------------------------------------
 
-TEST_P(CudaEmbeddingOps, GatherCopiesRowsOnStridedViews) {
+WIOLA_DEVICE_OP_TEST(CudaEmbeddingOps, GatherCopiesRowsOnStridedViews, Op::embedding_fwd) {
   const int vocab = 37, d = 45, n = 50;
   std::vector<std::int32_t> tok(n);
   for (int i = 0; i < n; ++i) tok[i] = i % 3 == 0 ? 5 : (i * 7) % vocab;
@@ -55,7 +55,8 @@ TEST_P(CudaEmbeddingOps, GatherCopiesRowsOnStridedViews) {
   expect_close("embedding_fwd", out_w, {0, 0});
 }
 
-TEST_P(CudaEmbeddingOps, ScatterAddsRepeatedTokensInFp32Deterministically) {
+WIOLA_DEVICE_OP_TEST(CudaEmbeddingOps, ScatterAddsRepeatedTokensInFp32Deterministically,
+                     Op::embedding_bwd) {
   // 1100 tokens: two staged key chunks; d = 300: two column tiles, the second
   // partial; V = 37: more rows than partitions (32), so partitions hold two ids.
   const int vocab = 37, d = 300, n = 1100;
@@ -80,7 +81,8 @@ TEST_P(CudaEmbeddingOps, ScatterAddsRepeatedTokensInFp32Deterministically) {
 
 // ---- WRMSNorm ---------------------------------------------------------------------------
 
-TEST_P(CudaNormOps, ForwardAndBackwardOnStridedViews) {
+WIOLA_DEVICE_OP_TEST(CudaNormOps, ForwardAndBackwardOnStridedViews,
+                     Op::wrmsnorm_fwd, Op::wrmsnorm_bwd) {
   const int n = 70;  // three row chunks of the backward pass
   const double eps = 1e-6;
   for (int d : {45, 300}) {
@@ -165,7 +167,7 @@ TEST_P(CudaNormOps, WithoutDeltaIsPlainRmsNorm) {
 
 // ---- SRPE -------------------------------------------------------------------------------
 
-TEST_P(CudaSrpeOps, RotationForwardBackwardAndInPlace) {
+WIOLA_DEVICE_OP_TEST(CudaSrpeOps, RotationForwardBackwardAndInPlace, Op::srpe_fwd, Op::srpe_bwd) {
   const int n = 9, heads = 3, dh = 8, half = dh / 2, width = heads * dh, npos = 16;
   // fp32 tables c = r cos Θ, s = r sin Θ, angles in double (as the model makes them).
   std::vector<double> c(npos * half), s(npos * half);
@@ -208,7 +210,8 @@ TEST_P(CudaSrpeOps, RotationForwardBackwardAndInPlace) {
 
 // ---- summaries --------------------------------------------------------------------------
 
-TEST_P(CudaSummaryOps, CausalAndSequenceForwardAndBackward) {
+WIOLA_DEVICE_OP_TEST(CudaSummaryOps, CausalAndSequenceForwardAndBackward,
+                     Op::summary_fwd, Op::summary_bwd) {
   const int d = 45;  // two column tiles of 32
   // seq 37 splits into slices of 3 rows; seq 5 leaves most slices empty.
   for (auto [batch, seq] : {std::pair{3, 37}, std::pair{2, 5}}) {
@@ -237,7 +240,7 @@ TEST_P(CudaSummaryOps, CausalAndSequenceForwardAndBackward) {
 
 // ---- ATM row maps -----------------------------------------------------------------------
 
-TEST_P(CudaRowMapOps, CosineOfNextRowWithZeroAndParallelRows) {
+WIOLA_DEVICE_OP_TEST(CudaRowMapOps, CosineOfNextRowWithZeroAndParallelRows, Op::row_cosine_next) {
   const int batch = 3, seq = 7, d = 45, n = batch * seq;
   std::vector<double> v = random_vector(std::size_t(n) * (d + 5), 41);
   const int w = d + 5;
@@ -259,7 +262,8 @@ TEST_P(CudaRowMapOps, CosineOfNextRowWithZeroAndParallelRows) {
   EXPECT_EQ(got[20], -2.0);
 }
 
-TEST_P(CudaRowMapOps, MergeRowsWithASourceRowUsedSeveralTimes) {
+WIOLA_DEVICE_OP_TEST(CudaRowMapOps, MergeRowsWithASourceRowUsedSeveralTimes,
+                     Op::merge_rows_fwd, Op::merge_rows_bwd) {
   const int src_rows = 20, d = 45;
   // Row 5 feeds rows 2 (pair), 3 (alone) and 11 (pair); row 3 fills both slots
   // of row 7 and is alone in row 8; row 4 is empty; rows 12..19 feed nothing.
@@ -311,7 +315,8 @@ TEST_P(CudaRowMapOps, MergeRowsOverManyRowsAndKeyChunks) {
 
 // ---- cross-entropy ----------------------------------------------------------------------
 
-TEST_P(CudaLossOps, FusedSoftmaxForwardBackwardAndInPlace) {
+WIOLA_DEVICE_OP_TEST(CudaLossOps, FusedSoftmaxForwardBackwardAndInPlace,
+                     Op::cross_entropy_fwd, Op::cross_entropy_bwd) {
   // V = 300: not a multiple of the 256 threads that walk a row.
   const int n = 7, vocab = 300, w = vocab + 10;
   std::vector<double> v = random_vector(std::size_t(n) * w, 51, -4, 4);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/timed_backend.hpp"
+#include "backend/op_times.hpp"
 #include "core/rng.hpp"
 #include "model/stage_model.hpp"
 #include "optim/adamw_optimizer.hpp"
@@ -27,9 +27,9 @@ const char* const kPhaseName[kPhases] = {"forward", "backward", "optimizer"};
 
 }  // namespace
 
-void print_time_split(Backend& inner, DType dtype, const ModelConfig& c, int micro_batch,
+void print_time_split(Backend& be, DType dtype, const ModelConfig& c, int micro_batch,
                       int steps, std::FILE* out) {
-  TimedBackend be(inner);
+  OpTimes times(be);
   StageModel model(be, c, StageSpec::whole(c), dtype);
   model.params().init(1);
   const ParamLayout& layout = model.params().layout();
@@ -53,14 +53,14 @@ void print_time_split(Backend& inner, DType dtype, const ModelConfig& c, int mic
   std::map<std::string, std::pair<double, long>> by_op;
   double wall[kPhases] = {};
   auto collect = [&](Phase p, double seconds) {
-    for (const auto& e : be.table()) {
-      by_family[e.family][p] += e.seconds;
-      auto& op = by_op[std::string(kPhaseName[p]) + " " + e.op];
+    for (const auto& e : times.table()) {
+      by_family[std::string(e.family)][p] += e.seconds;
+      auto& op = by_op[std::string(kPhaseName[p]) + " " + std::string(e.op)];
       op.first += e.seconds;
       op.second += e.calls;
     }
     wall[p] += seconds;
-    be.reset();
+    times.reset();
   };
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t0) {
@@ -69,9 +69,9 @@ void print_time_split(Backend& inner, DType dtype, const ModelConfig& c, int mic
   long updates = 0;
   for (int s = 0; s <= steps; ++s) {
     const bool timed = s > 0;
-    be.set_timing(timed);
+    times.set_timing(timed);
     model.params().zero_grads();
-    be.reset();
+    times.reset();
     StageSaved saved;
     auto t0 = Clock::now();
     model.forward(input, /*training=*/true, saved);
@@ -85,7 +85,7 @@ void print_time_split(Backend& inner, DType dtype, const ModelConfig& c, int mic
     adam.step(model.params().params(), model.params().grads(), 1e-4, 1.0, ++updates);
     if (timed) collect(kOptimizer, since(t0));
   }
-  be.set_timing(false);
+  times.set_timing(false);
 
   double total = 0, ops_total = 0;
   for (double w : wall) total += w;

@@ -1,5 +1,6 @@
-// CpuBackend: the GCLA attention core. The checks here cover shapes, dtypes and
-// every index a kernel will follow, so the kernels never read out of bounds.
+// CpuBackend: the GCLA attention core. The checks here cover every index a
+// kernel will follow, so the kernels never read out of bounds (the Backend
+// front has checked shapes and dtypes).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -16,38 +17,14 @@ using namespace cpu;
 
 namespace {
 
-// Checks the inputs shared by forward and backward; returns the dtype.
-DType check_inputs(std::string_view op, const AttentionDims& d, const Tensor& q, const Tensor& k,
-                   const Tensor& v, std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
-                   const Tensor& phi, const AttentionIndex& index) {
-  require(d.batch >= 0 && d.seq > 0 && d.heads > 0 && d.kv_heads > 0 && d.head_dim > 0, op,
-          ": bad dims batch=", d.batch, " seq=", d.seq, " heads=", d.heads,
-          " kv_heads=", d.kv_heads, " head_dim=", d.head_dim);
-  const std::int64_t n = static_cast<std::int64_t>(d.batch) * d.seq;
-  const std::int64_t qw = static_cast<std::int64_t>(d.heads) * d.head_dim;
-  const std::int64_t kw = static_cast<std::int64_t>(d.kv_heads) * d.head_dim;
-  const DType dt = float_dtype(op, "q", q);
-  check_float(op, "q", q, dt, n, qw);
-  check_float(op, "k", k, dt, n, kw);
-  check_float(op, "v", v, dt, n, kw);
-  require(ctx_v.size() == ctx_k.size(), op, ": ", ctx_k.size(), " ctx_k tensors but ",
-          ctx_v.size(), " ctx_v tensors");
+// The limit of the kernel and every index it will follow (the Backend front
+// has checked shapes and dtypes).
+void check_indices(std::string_view op, const AttentionDims& d, std::span<const Tensor> ctx_k,
+                   const AttentionIndex& index) {
   require(ctx_k.size() <= ops::kMaxAttentionContexts, op, ": ", ctx_k.size(),
           " context summaries, more than the ", ops::kMaxAttentionContexts, " the kernel holds");
   std::int64_t ctx_rows = INT64_MAX;
-  for (std::size_t c = 0; c < ctx_k.size(); ++c) {
-    const std::string ck = "ctx_k[" + std::to_string(c) + "]";
-    const std::string cv = "ctx_v[" + std::to_string(c) + "]";
-    check_float(op, ck, ctx_k[c], dt, ctx_k[c].rows(), kw);
-    check_float(op, cv, ctx_v[c], dt, ctx_k[c].rows(), kw);
-    ctx_rows = std::min(ctx_rows, ctx_k[c].rows());
-  }
-  if (!ctx_k.empty()) check_float(op, "phi", phi, dt, 1, 1);  // no context: β is not used
-
-  check_index(op, "n_queries", index.n_queries, d.batch);
-  check_index(op, "key_prefix", index.key_prefix, n);
-  check_index(op, "key_extra", index.key_extra, n);
-  check_index(op, "ctx_row", index.ctx_row, n);
+  for (const Tensor& c : ctx_k) ctx_rows = std::min(ctx_rows, c.rows());
   for (std::int64_t b = 0; b < d.batch; ++b) {
     const std::int64_t nq = index_at(index.n_queries, b);
     require(nq >= 0 && nq <= d.seq, op, ": n_queries[", b, "] = ", nq, " is outside [0, ", d.seq,
@@ -67,7 +44,6 @@ DType check_inputs(std::string_view op, const AttentionDims& d, const Tensor& q,
               " is outside the context tensors' rows [0, ", ctx_rows, ")");
     }
   }
-  return dt;
 }
 
 template <class T>
@@ -107,22 +83,15 @@ ops::AttentionArgs<T> make_args(const AttentionDims& d, const Tensor& q, const T
 
 }  // namespace
 
-void CpuBackend::attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
-                               const Tensor& v, std::span<const Tensor> ctx_k,
-                               std::span<const Tensor> ctx_v, const Tensor& phi,
-                               const AttentionIndex& index, const Tensor& o,
-                               const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
-                               const Tensor& lse_ctx) {
-  const char* op = "attention_fwd";
-  const DType dt = check_inputs(op, dims, q, k, v, ctx_k, ctx_v, phi, index);
-  const std::int64_t n = q.rows();
+void CpuBackend::do_attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                                  const Tensor& v, std::span<const Tensor> ctx_k,
+                                  std::span<const Tensor> ctx_v, const Tensor& phi,
+                                  const AttentionIndex& index, const Tensor& o,
+                                  const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
+                                  const Tensor& lse_ctx) {
+  check_indices("attention_fwd", dims, ctx_k, index);
   const bool ctx = !ctx_k.empty();
-  check_float(op, "o", o, dt, n, q.cols());
-  check_float(op, "o_self", o_self, dt, n, q.cols());
-  if (ctx) check_float(op, "o_ctx", o_ctx, dt, n, q.cols());
-  check_float(op, "lse_self", lse_self, dt, n, dims.heads);
-  if (ctx) check_float(op, "lse_ctx", lse_ctx, dt, n, dims.heads);
-  dispatch(dt, [&](auto zero) {
+  dispatch(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const ops::AttentionOutputs<T> out{o.ptr<T>(),
                                        o.ld(),
@@ -138,49 +107,20 @@ void CpuBackend::attention_fwd(const AttentionDims& dims, const Tensor& q, const
   });
 }
 
-void CpuBackend::attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
-                               const Tensor& v, std::span<const Tensor> ctx_k,
-                               std::span<const Tensor> ctx_v, const Tensor& phi,
-                               const AttentionIndex& index, const Tensor& o_self,
-                               const Tensor& o_ctx, const Tensor& lse_self,
-                               const Tensor& lse_ctx, const Tensor& d_o, const Tensor& dq,
-                               const Tensor& dk, const Tensor& dv,
-                               std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                               const Tensor& dphi) {
-  const char* op = "attention_bwd";
-  const DType dt = check_inputs(op, dims, q, k, v, ctx_k, ctx_v, phi, index);
-  const std::int64_t n = q.rows();
+void CpuBackend::do_attention_bwd(
+    const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+    std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v, const Tensor& phi,
+    const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
+    const Tensor& lse_ctx, const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+    std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v, const Tensor& dphi) {
+  check_indices("attention_bwd", dims, ctx_k, index);
   const bool ctx = !ctx_k.empty();
-  check_float(op, "o_self", o_self, dt, n, q.cols());
-  if (ctx) check_float(op, "o_ctx", o_ctx, dt, n, q.cols());
-  check_float(op, "lse_self", lse_self, dt, n, dims.heads);
-  if (ctx) check_float(op, "lse_ctx", lse_ctx, dt, n, dims.heads);
-  check_float(op, "d_o", d_o, dt, n, q.cols());
-  check_float(op, "dq", dq, dt, n, q.cols());
-  check_float(op, "dk", dk, dt, n, k.cols());
-  check_float(op, "dv", dv, dt, n, v.cols());
-  require(dctx_k.size() == ctx_k.size() && dctx_v.size() == ctx_k.size(), op, ": ",
-          ctx_k.size(), " context summaries but ", dctx_k.size(), " dctx_k and ", dctx_v.size(),
-          " dctx_v tensors");
-  for (std::size_t c = 0; c < ctx_k.size(); ++c) {
-    check_float(op, "dctx_k[" + std::to_string(c) + "]", dctx_k[c], dt, ctx_k[c].rows(),
-                ctx_k[c].cols());
-    check_float(op, "dctx_v[" + std::to_string(c) + "]", dctx_v[c], dt, ctx_v[c].rows(),
-                ctx_v[c].cols());
-  }
-  if (ctx) check_float(op, "dphi", dphi, dt, 1, 1);
-  dispatch(dt, [&](auto zero) {
+  dispatch(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const ops::AttentionSaved<T> saved{o_self.ptr<T>(),
-                                       o_self.ld(),
-                                       ctx ? o_ctx.ptr<T>() : nullptr,
-                                       o_ctx.ld(),
-                                       lse_self.ptr<T>(),
-                                       lse_self.ld(),
-                                       ctx ? lse_ctx.ptr<T>() : nullptr,
-                                       lse_ctx.ld(),
-                                       d_o.ptr<T>(),
-                                       d_o.ld()};
+    const ops::AttentionSaved<T> saved{
+        o_self.ptr<T>(),   o_self.ld(),   ctx ? o_ctx.ptr<T>() : nullptr,   o_ctx.ld(),
+        lse_self.ptr<T>(), lse_self.ld(), ctx ? lse_ctx.ptr<T>() : nullptr, lse_ctx.ld(),
+        d_o.ptr<T>(),      d_o.ld()};
     ops::AttentionGrads<T> grads;
     grads.dq = dq.ptr<T>();
     grads.lddq = dq.ld();

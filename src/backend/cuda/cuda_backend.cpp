@@ -4,11 +4,10 @@
 #include "backend/cuda/cuda_backend.hpp"
 
 #include <atomic>
-#include <mutex>
 #include <map>
+#include <mutex>
 
 #include "backend/backend_registry.hpp"
-#include "backend/cuda/cuda_checks.hpp"
 #include "backend/cuda/kernels/adamw.hpp"
 #include "backend/cuda/kernels/elementwise.hpp"
 #include "backend/cuda/kernels/memory.hpp"
@@ -36,7 +35,7 @@ struct CudaBackend::Memory {
   };
   Stream stream = nullptr;
   std::atomic<std::size_t> in_use{0}, peak{0};
-  std::mutex cache_mutex;  // deleters run on whichever thread drops a tensor
+  std::mutex cache_mutex;                    // deleters run on whichever thread drops a tensor
   std::multimap<std::size_t, void*> cached;  // released blocks by size
 
   // `describe()` names the tensor for an out-of-memory error; it is called
@@ -54,7 +53,8 @@ struct CudaBackend::Memory {
     }
     if (void* p = try_allocate(bytes, stream)) return {p, bytes};
     drop_cache();
-    return {allocate(bytes, stream, describe().c_str()), bytes};  // throws, naming it, if still full
+    return {allocate(bytes, stream, describe().c_str()),
+            bytes};  // throws, naming it, if still full
   }
   void give_back(Block b) {
     std::lock_guard<std::mutex> lock(cache_mutex);
@@ -107,9 +107,7 @@ std::string CudaBackend::name() const {
 
 void CudaBackend::synchronize() { cuda::synchronize(stream_); }
 
-std::size_t CudaBackend::memory_capacity() const {
-  return device_properties(device_).memory_bytes;
-}
+std::size_t CudaBackend::memory_capacity() const { return device_properties(device_).memory_bytes; }
 
 void CudaBackend::reserve_memory(std::size_t bytes) { reserve_pool(bytes, stream_); }
 
@@ -125,13 +123,13 @@ Backend::MemoryStats CudaBackend::memory() const {
   return {memory_->in_use.load(), memory_->peak.load()};
 }
 
-Tensor CudaBackend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
+Tensor CudaBackend::do_alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
   Tensor t = allocate_tensor(dtype, rows, cols, "a");
   memset_zero(t.data(), rounded_up(t.bytes()), stream_);  // Backend::alloc hands out zeros
   return t;
 }
 
-Tensor CudaBackend::alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
+Tensor CudaBackend::do_alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
   Tensor t = allocate_tensor(dtype, rows, cols, "an uninitialised");
   if (poison_uninit_requested()) memset_bytes(t.data(), 0xFF, rounded_up(t.bytes()), stream_);
   return t;
@@ -162,133 +160,85 @@ Tensor CudaBackend::allocate_tensor(DType dtype, std::int64_t rows, std::int64_t
   return Tensor(std::move(storage), p, dtype, Device::CUDA, rows, cols, cols);
 }
 
-void CudaBackend::fill(const Tensor& t, double value) {
-  check_tensor("fill", "t", t);
-  kernels::fill(t, value, stream_);
-}
+void CudaBackend::do_fill(const Tensor& t, double value) { kernels::fill(t, value, stream_); }
 
-void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
-  check_tensor("copy", "src", src);
-  check_exact("copy", "dst", dst, src.dtype(), src.rows(), src.cols());
+void CudaBackend::do_copy(const Tensor& src, const Tensor& dst) {
   kernels::copy(src, dst, stream_);
 }
 
-void CudaBackend::convert(const Tensor& src, const Tensor& dst) {
-  check_tensor("convert", "src", src);
-  check_tensor("convert", "dst", dst);
-  check_shape("convert", "dst", dst, src.rows(), src.cols());
-  require((src.dtype() == DType::I32) == (dst.dtype() == DType::I32), "convert: ",
-          dtype_name(src.dtype()), " to ", dtype_name(dst.dtype()),
-          " (only floating types convert into each other)");
+void CudaBackend::do_convert(const Tensor& src, const Tensor& dst) {
   kernels::convert(src, dst, stream_);
 }
 
-void CudaBackend::to_host(const Tensor& src, void* dst) {
-  check_tensor("to_host", "src", src);
-  require(src.contiguous(), "to_host: src ", dims(src), " is a strided view (ld ", src.ld(),
-          "); copy it to a contiguous tensor first");
-  copy_to_host(src.data(), dst, src.bytes());
+void CudaBackend::do_to_host(const Tensor& src, void* dst) {
+  do_copy_to_host(src.data(), dst, src.bytes());
 }
 
-void CudaBackend::from_host(const void* src, const Tensor& dst) {
-  check_tensor("from_host", "dst", dst);
-  require(dst.contiguous(), "from_host: dst ", dims(dst), " is a strided view (ld ", dst.ld(),
-          ")");
-  copy_from_host(src, dst.data(), dst.bytes());
+void CudaBackend::do_from_host(const void* src, const Tensor& dst) {
+  do_copy_from_host(src, dst.data(), dst.bytes());
 }
 
-void CudaBackend::copy_to_host(const void* src, void* host_dst, std::size_t bytes) {
+void CudaBackend::do_copy_to_host(const void* src, void* host_dst, std::size_t bytes) {
   cuda::copy_to_host(host_dst, src, bytes, stream_);
 }
 
-void CudaBackend::copy_from_host(const void* host_src, void* dst, std::size_t bytes) {
+void CudaBackend::do_copy_from_host(const void* host_src, void* dst, std::size_t bytes) {
   cuda::copy_to_device(dst, host_src, bytes, stream_);
 }
 
 // ---- elementwise ----------------------------------------------------------------
 
-namespace {
-
-// Every tensor of an elementwise call: the first one's dtype and shape.
-void check_like(std::string_view op, const Tensor& first,
-                std::initializer_list<std::pair<const char*, const Tensor*>> rest) {
-  const DType dt = compute_dtype(op, "the first operand", first);
-  for (const auto& [name, t] : rest) check_exact(op, name, *t, dt, first.rows(), first.cols());
-}
-
-}  // namespace
-
-void CudaBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
-  check_like("add", a, {{"b", &b}, {"out", &out}});
+void CudaBackend::do_add(const Tensor& a, const Tensor& b, const Tensor& out) {
   kernels::add(a, b, out, stream_);
 }
 
-void CudaBackend::axpy(double alpha, const Tensor& x, const Tensor& y) {
-  check_like("axpy", x, {{"y", &y}});
+void CudaBackend::do_axpy(double alpha, const Tensor& x, const Tensor& y) {
   kernels::axpy(alpha, x, y, stream_);
 }
 
-void CudaBackend::scale(const Tensor& x, double alpha) {
-  compute_dtype("scale", "x", x);
-  kernels::scale(x, alpha, stream_);
-}
+void CudaBackend::do_scale(const Tensor& x, double alpha) { kernels::scale(x, alpha, stream_); }
 
-void CudaBackend::sum(const Tensor& x, const Tensor& acc) {
-  check_tensor("sum", "x", x);
-  require(x.dtype() != DType::I32, "sum: x must be floating");
-  check_exact("sum", "acc", acc, DType::F64, 1, 1);
-  const Tensor partials = alloc(DType::F64, 1, (x.numel() + kernels::kSumChunk - 1) /
-                                                   kernels::kSumChunk + 1);
+void CudaBackend::do_sum(const Tensor& x, const Tensor& acc) {
+  const Tensor partials =
+      alloc(DType::F64, 1, (x.numel() + kernels::kSumChunk - 1) / kernels::kSumChunk + 1);
   kernels::sum(x, false, static_cast<double*>(acc.data()), static_cast<double*>(partials.data()),
                stream_);
 }
 
-void CudaBackend::sum_squares(const Tensor& x, const Tensor& acc) {
-  check_tensor("sum_squares", "x", x);
-  require(x.dtype() != DType::I32, "sum_squares: x must be floating");
-  check_exact("sum_squares", "acc", acc, DType::F64, 1, 1);
-  const Tensor partials = alloc(DType::F64, 1, (x.numel() + kernels::kSumChunk - 1) /
-                                                   kernels::kSumChunk + 1);
+void CudaBackend::do_sum_squares(const Tensor& x, const Tensor& acc) {
+  const Tensor partials =
+      alloc(DType::F64, 1, (x.numel() + kernels::kSumChunk - 1) / kernels::kSumChunk + 1);
   kernels::sum(x, true, static_cast<double*>(acc.data()), static_cast<double*>(partials.data()),
                stream_);
 }
 
-void CudaBackend::sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) {
-  check_like("sigmoid_mul_fwd", g, {{"x", &x}, {"y", &y}});
+void CudaBackend::do_sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) {
   kernels::sigmoid_mul_fwd(g, x, y, stream_);
 }
-void CudaBackend::sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy,
-                                  const Tensor& dg, const Tensor& dx) {
-  check_like("sigmoid_mul_bwd", g, {{"x", &x}, {"dy", &dy}, {"dg", &dg}, {"dx", &dx}});
+void CudaBackend::do_sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy,
+                                     const Tensor& dg, const Tensor& dx) {
   kernels::sigmoid_mul_bwd(g, x, dy, dg, dx, stream_);
 }
-void CudaBackend::silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) {
-  check_like("silu_mul_fwd", g, {{"u", &u}, {"y", &y}});
+void CudaBackend::do_silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) {
   kernels::silu_mul_fwd(g, u, y, stream_);
 }
-void CudaBackend::silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy,
-                               const Tensor& dg, const Tensor& du) {
-  check_like("silu_mul_bwd", g, {{"u", &u}, {"dy", &dy}, {"dg", &dg}, {"du", &du}});
+void CudaBackend::do_silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy,
+                                  const Tensor& dg, const Tensor& du) {
   kernels::silu_mul_bwd(g, u, dy, dg, du, stream_);
 }
-void CudaBackend::gelu_fwd(const Tensor& x, const Tensor& y) {
-  check_like("gelu_fwd", x, {{"y", &y}});
+void CudaBackend::do_gelu_fwd(const Tensor& x, const Tensor& y) {
   kernels::gelu_fwd(x, y, stream_);
 }
-void CudaBackend::gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) {
-  check_like("gelu_bwd", x, {{"dy", &dy}, {"dx", &dx}});
+void CudaBackend::do_gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   kernels::gelu_bwd(x, dy, dx, stream_);
 }
-void CudaBackend::fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
-                             const Tensor& out) {
-  check_like("fusion_fwd", logits, {{"a", &a}, {"b", &b}, {"out", &out}});
+void CudaBackend::do_fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                                const Tensor& out) {
   kernels::fusion_fwd(logits, a, b, out, stream_);
 }
-void CudaBackend::fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
-                             const Tensor& dout, const Tensor& dlogits, const Tensor& da,
-                             const Tensor& db) {
-  check_like("fusion_bwd", logits,
-             {{"a", &a}, {"b", &b}, {"dout", &dout}, {"dlogits", &dlogits}, {"da", &da}, {"db", &db}});
+void CudaBackend::do_fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                                const Tensor& dout, const Tensor& dlogits, const Tensor& da,
+                                const Tensor& db) {
   kernels::fusion_bwd(logits, a, b, dout, dlogits, da, db, stream_);
 }
 
@@ -300,54 +250,37 @@ MatrixView view_of(const Tensor& t) { return {t.data(), t.dtype(), t.ld()}; }
 
 }  // namespace
 
-void CudaBackend::linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) {
-  const DType dt = compute_dtype("linear_fwd", "x", x);
-  check_exact("linear_fwd", "w", w, dt, w.rows(), x.cols());
-  check_exact("linear_fwd", "y", y, dt, x.rows(), w.rows());
+void CudaBackend::do_linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y,
+                                bool accumulate) {
   blas_->gemm(false, true, x.rows(), w.rows(), x.cols(), 1.0f, view_of(x), view_of(w),
               accumulate ? 1.0f : 0.0f, y.data(), y.dtype(), y.ld());
 }
 
-void CudaBackend::linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
-                                  bool accumulate) {
-  const DType dt = compute_dtype("linear_bwd_data", "dy", dy);
-  check_exact("linear_bwd_data", "w", w, dt, dy.cols(), w.cols());
-  check_exact("linear_bwd_data", "dx", dx, dt, dy.rows(), w.cols());
+void CudaBackend::do_linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
+                                     bool accumulate) {
   blas_->gemm(false, false, dy.rows(), w.cols(), dy.cols(), 1.0f, view_of(dy), view_of(w),
               accumulate ? 1.0f : 0.0f, dx.data(), dx.dtype(), dx.ld());
 }
 
-void CudaBackend::linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) {
-  const DType dt = compute_dtype("linear_bwd_weight", "dy", dy);
-  check_exact("linear_bwd_weight", "x", x, dt, dy.rows(), x.cols());
-  check_f32("linear_bwd_weight", "dw", dw, dy.cols(), x.cols());
+void CudaBackend::do_linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) {
   blas_->gemm(true, false, dy.cols(), x.cols(), dy.rows(), 1.0f, view_of(dy), view_of(x), 1.0f,
               dw.data(), dw.dtype(), dw.ld());
 }
 
 // ---- optimizer --------------------------------------------------------------------------
 
-void CudaBackend::adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad,
-                             const Tensor& m, const Tensor& v) {
-  check_tensor("adamw_step", "param", param);
-  require(param.dtype() == DType::F32 || param.dtype() == DType::F64,
-          "adamw_step: master weights must be fp32 (or fp64), got ", dtype_name(param.dtype()));
-  for (const auto& [name, t] : {std::pair{"grad", &grad}, {"m", &m}, {"v", &v}})
-    check_exact("adamw_step", name, *t, param.dtype(), param.rows(), param.cols());
-  for (const Tensor* t : {&param, &grad, &m, &v})
-    require(t->contiguous(), "adamw_step: tensors must be contiguous ranges");
+void CudaBackend::do_adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad,
+                                const Tensor& m, const Tensor& v) {
   kernels::adamw_step(h, param, grad, m, v, stream_);
 }
 
 // ---- registration -------------------------------------------------------------------------
 
 void register_backend() {
-  register_device_backend({Device::CUDA, "cuda", [] { return device_count(); },
-                           [] { return no_device_reason(); },
-                           [](int index) -> std::unique_ptr<Backend> {
-                             return std::make_unique<CudaBackend>(index);
-                           },
-                           [](int index) { return device_properties(index).uuid; }});
+  register_device_backend(
+      {Device::CUDA, "cuda", [] { return device_count(); }, [] { return no_device_reason(); },
+       [](int index) -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(index); },
+       [](int index) { return device_properties(index).uuid; }});
 }
 
 }  // namespace wiola::cuda

@@ -23,6 +23,9 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return Device::CUDA; }
   std::string name() const override;
+  bool computes_in(DType dtype) const override {
+    return dtype == DType::BF16 || dtype == DType::F32;
+  }
   void synchronize() override;
   Stream stream() const { return stream_; }
   // The cudaStream_t; nullptr in the emulation (tests/cuda_emu), whose streams
@@ -32,96 +35,98 @@ class CudaBackend final : public Backend {
   std::size_t memory_capacity() const override;
   void reserve_memory(std::size_t bytes) override;
 
-  Tensor alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
+ protected:
+  Tensor do_alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
   // Without the zero-fill (a memset of the whole tensor): for outputs an op
   // writes whole. All bits set under WIOLA_POISON_UNINIT=1, as on the CPU.
-  Tensor alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) override;
-  void fill(const Tensor& t, double value) override;
-  void copy(const Tensor& src, const Tensor& dst) override;
-  void convert(const Tensor& src, const Tensor& dst) override;
-  void to_host(const Tensor& src, void* dst) override;
-  void from_host(const void* src, const Tensor& dst) override;
-  void copy_to_host(const void* src, void* host_dst, std::size_t bytes) override;
-  void copy_from_host(const void* host_src, void* dst, std::size_t bytes) override;
+  Tensor do_alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) override;
+  void do_fill(const Tensor& t, double value) override;
+  void do_copy(const Tensor& src, const Tensor& dst) override;
+  void do_convert(const Tensor& src, const Tensor& dst) override;
+  void do_to_host(const Tensor& src, void* dst) override;
+  void do_from_host(const void* src, const Tensor& dst) override;
+  void do_copy_to_host(const void* src, void* host_dst, std::size_t bytes) override;
+  void do_copy_from_host(const void* host_src, void* dst, std::size_t bytes) override;
 
-  void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void axpy(double alpha, const Tensor& x, const Tensor& y) override;
-  void scale(const Tensor& x, double alpha) override;
-  void sum(const Tensor& x, const Tensor& acc) override;
-  void sum_squares(const Tensor& x, const Tensor& acc) override;
+  void do_add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void do_axpy(double alpha, const Tensor& x, const Tensor& y) override;
+  void do_scale(const Tensor& x, double alpha) override;
+  void do_sum(const Tensor& x, const Tensor& acc) override;
+  void do_sum_squares(const Tensor& x, const Tensor& acc) override;
 
-  void linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) override;
-  void linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
-                       bool accumulate) override;
-  void linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) override;
+  void do_linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) override;
+  void do_linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
+                          bool accumulate) override;
+  void do_linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) override;
 
-  void embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) override;
-  void embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) override;
+  void do_embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) override;
+  void do_embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) override;
 
-  void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
-                    const Tensor& y, const Tensor& rstd) override;
-  void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, const Tensor& rstd,
-                    const Tensor& dy, const Tensor& dx, bool accumulate, const Tensor& dgamma,
-                    const Tensor& ddelta) override;
+  void do_wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
+                       const Tensor& y, const Tensor& rstd) override;
+  void do_wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
+                       const Tensor& rstd, const Tensor& dy, const Tensor& dx, bool accumulate,
+                       const Tensor& dgamma, const Tensor& ddelta) override;
 
-  void srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
-                const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
-                const Tensor& y) override;
-  void srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
-                const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
-                const Tensor& dx) override;
-
-  void head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) override;
-  void head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bool accumulate) override;
-  void head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim, const Tensor& y) override;
-  void head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
-                      const Tensor& dx, const Tensor& ds) override;
-
-  void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
-                     const Tensor& v, std::span<const Tensor> ctx_k,
-                     std::span<const Tensor> ctx_v, const Tensor& phi,
-                     const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
-                     const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx) override;
-  void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
-                     const Tensor& v, std::span<const Tensor> ctx_k,
-                     std::span<const Tensor> ctx_v, const Tensor& phi,
-                     const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx,
-                     const Tensor& lse_self, const Tensor& lse_ctx, const Tensor& d_o,
-                     const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                     std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                     const Tensor& dphi) override;
-
-  void sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) override;
-  void sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy, const Tensor& dg,
-                       const Tensor& dx) override;
-  void silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) override;
-  void silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
-                    const Tensor& du) override;
-  void gelu_fwd(const Tensor& x, const Tensor& y) override;
-  void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) override;
-  void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
-                  const Tensor& out) override;
-  void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
-                  const Tensor& dlogits, const Tensor& da, const Tensor& db) override;
-
-  void summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
-                   const Tensor& s) override;
-  void summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,
+  void do_srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
+                   const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
+                   const Tensor& y) override;
+  void do_srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
+                   const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
                    const Tensor& dx) override;
 
-  void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) override;
-  void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
-                      const Tensor& dst) override;
-  void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
-                      const Tensor& dsrc) override;
+  void do_head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) override;
+  void do_head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bool accumulate) override;
+  void do_head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim, const Tensor& y) override;
+  void do_head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
+                         const Tensor& dx, const Tensor& ds) override;
 
-  void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
-                         const Tensor& lse) override;
-  void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                         double scale, const Tensor& dlogits) override;
+  void do_attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                        const Tensor& v, std::span<const Tensor> ctx_k,
+                        std::span<const Tensor> ctx_v, const Tensor& phi,
+                        const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
+                        const Tensor& o_ctx, const Tensor& lse_self,
+                        const Tensor& lse_ctx) override;
+  void do_attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                        const Tensor& v, std::span<const Tensor> ctx_k,
+                        std::span<const Tensor> ctx_v, const Tensor& phi,
+                        const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx,
+                        const Tensor& lse_self, const Tensor& lse_ctx, const Tensor& d_o,
+                        const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                        std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
+                        const Tensor& dphi) override;
 
-  void adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad, const Tensor& m,
-                  const Tensor& v) override;
+  void do_sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) override;
+  void do_sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy, const Tensor& dg,
+                          const Tensor& dx) override;
+  void do_silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) override;
+  void do_silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
+                       const Tensor& du) override;
+  void do_gelu_fwd(const Tensor& x, const Tensor& y) override;
+  void do_gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) override;
+  void do_fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                     const Tensor& out) override;
+  void do_fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
+                     const Tensor& dlogits, const Tensor& da, const Tensor& db) override;
+
+  void do_summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
+                      const Tensor& s) override;
+  void do_summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,
+                      const Tensor& dx) override;
+
+  void do_row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) override;
+  void do_merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
+                         const Tensor& dst) override;
+  void do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                         const Tensor& dsrc) override;
+
+  void do_cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
+                            const Tensor& lse) override;
+  void do_cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                            double scale, const Tensor& dlogits) override;
+
+  void do_adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad, const Tensor& m,
+                     const Tensor& v) override;
 
  private:
   struct Memory;
