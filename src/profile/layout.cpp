@@ -68,18 +68,18 @@ std::string RunLayout::describe() const {
 
 RunLayout layout_from(const TrainOptions& opts, const std::vector<StageSpec>& stages) {
   RunLayout l;
-  l.model = opts.model;
+  l.model = opts.model.config;
   l.stages = stages;
-  l.pp = opts.pp;
-  l.dp = opts.dp;
-  l.micro_batch = opts.micro_batch;
-  l.microbatches = opts.micro_batches_per_rank();
-  l.global_batch = opts.global_batch;
-  l.zero = opts.zero;
-  l.threads = opts.threads;
-  l.schedule = opts.schedule;
-  l.virtual_stages = opts.virtual_stages;
-  l.dtype = opts.dtype;
+  l.pp = opts.parallel.pp;
+  l.dp = opts.parallel.dp;
+  l.micro_batch = opts.parallel.micro_batch;
+  l.microbatches = opts.parallel.micro_batches_per_rank();
+  l.global_batch = opts.parallel.global_batch;
+  l.zero = opts.parallel.zero;
+  l.threads = opts.device.threads;
+  l.schedule = opts.parallel.schedule;
+  l.virtual_stages = opts.parallel.virtual_stages;
+  l.dtype = opts.device.dtype;
   return l;
 }
 

@@ -13,22 +13,22 @@ TrainOptions profile_train_options(const TrainOptions& opts, int warmup, int mea
   require(warmup >= 1, "--warmup-steps must be at least 1, got ", warmup);
   require(measured >= 1, "--profile-steps must be at least 1, got ", measured);
   TrainOptions o = opts;
-  o.steps = warmup + measured;
-  o.eval_interval = 0;
-  o.val_files.clear();  // no evaluation inside the measured window
-  o.log_interval = 1 << 30;
-  o.export_weights.clear();
+  o.optimizer.steps = warmup + measured;
+  o.logging.eval_interval = 0;
+  o.data.val_files.clear();  // no evaluation inside the measured window
+  o.logging.log_interval = 1 << 30;
+  o.checkpoint.export_weights.clear();
   // A profile is a fresh, short run: never resume from or write checkpoints.
-  o.save_dir.clear();
-  o.save_interval = 0;
-  o.save_minutes = 0;
-  o.resume = ResumeFrom{};
-  o.exit_after_step = 0;
-  if (!o.vocab_explicit) {
+  o.checkpoint.save_dir.clear();
+  o.checkpoint.save_interval = 0;
+  o.checkpoint.save_minutes = 0;
+  o.checkpoint.resume = ResumeFrom{};
+  o.checkpoint.exit_after_step = 0;
+  if (!o.model.vocab_explicit) {
     // train() adopts the dataset's vocabulary; fix it here so the FLOP
     // count and the layout use the same V.
-    o.model.V = TokenDataset(o.train_files, o.model.T).vocab_size();
-    o.vocab_explicit = true;
+    o.model.config.V = TokenDataset(o.data.train_files, o.model.config.T).vocab_size();
+    o.model.vocab_explicit = true;
   }
   return o;
 }
@@ -66,8 +66,8 @@ ProfileResult run_profile(const TrainOptions& opts, int warmup, int measured,
   res.layout = layout_from(o, summary.stages);
 
   RankRecord& mine = recorder.record();
-  mine.stage = world.rank() / o.dp;
-  mine.dp_index = world.rank() % o.dp;
+  mine.stage = world.rank() / o.parallel.dp;
+  mine.dp_index = world.rank() % o.parallel.dp;
   mine.peak_flops = peak.per_rank;
   mine.peak_rss_bytes = peak_rss_bytes();
   res.records = gather_records(world, mine);

@@ -34,7 +34,7 @@ ModelSource open_checkpoint_dir(const std::string& dir, int part, int parts) {
             problems.size(), " file(s) missing or corrupt)");
   }
   s.run = options_from_ini(m.config);
-  s.config = s.run->model;
+  s.config = s.run->model.config;
   s.description = "checkpoint " + dir + " (step " + std::to_string(m.step) + ")";
   return s;
 }
@@ -121,10 +121,10 @@ std::unique_ptr<Tokenizer> model_tokenizer(const ModelSource& source, const std:
     tok = ends_with(choice, ".h5") || ends_with(choice, ".hdf5") ? token_file_tokenizer(choice)
                                                                  : load_tokenizer_file(choice);
   } else {
-    require(source.run && !source.run->train_files.empty(), source.description,
+    require(source.run && !source.run->data.train_files.empty(), source.description,
             " does not record its tokenizer: give --tokenizer (the .bpe file, a token file of "
             "the run's data, or 'byte')");
-    from = source.run->train_files.front();
+    from = source.run->data.train_files.front();
     require(fs::exists(from), source.description, ": the run's training data ", from,
             " is not readable here, so its tokenizer is unknown: give --tokenizer (the .bpe "
             "file, a token file of the run's data, or 'byte')");

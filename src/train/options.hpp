@@ -44,76 +44,115 @@ std::string_view device_choice_name(DeviceChoice d);
 // "auto" | "cpu" | "cuda"; throws naming --device otherwise.
 DeviceChoice parse_device_choice(const std::string& text);
 
-struct TrainOptions {
-  // Model
-  ModelConfig model;
+// The options in sections, each its own type with the checks of its own
+// values (every message leads with the option); TrainOptions::validate adds
+// the checks across sections. The parts of a run take the sections they need.
+
+// --preset and the architecture flags, --seed.
+struct ModelOptions {
+  ModelConfig config;
   bool vocab_explicit = false;  // --vocab given: else the dataset's vocabulary is adopted
-  DeviceChoice device = DeviceChoice::Auto;
-  bool allow_shared_device = false;  // ranks of one host may share a GPU (train/device_plan.hpp)
+  std::uint64_t seed = 1234;    // the initialisation and the sample order
+  void check_values() const;
+};
+
+// --device, --dtype, --threads, --allow-shared-device.
+struct DeviceOptions {
+  DeviceChoice choice = DeviceChoice::Auto;
+  bool allow_shared = false;  // ranks of one host may share a GPU (train/device_plan.hpp)
   // Compute dtype: fp32 | fp64 on the CPU, bf16 | fp32 on CUDA. When not given
   // (--dtype auto) the trainer takes bf16 on CUDA and fp32 on the CPU.
   DType dtype = DType::F32;
   bool dtype_explicit = false;
-  std::uint64_t seed = 1234;
+  int threads = 0;  // 0: leave OpenMP/BLAS defaults
+  void check_values() const;
+  void validate() const;  // --dtype against --device
+};
 
-  // Data
+// --train-data, --val-data and how they are read.
+struct DataOptions {
   std::vector<std::string> train_files;
   std::vector<std::string> val_files;
   std::vector<double> data_weights;  // per training file (mixing); empty: by size
   double val_fraction = 0;           // held-out fraction of documents (instead of --val-data)
   std::uint64_t split_seed = 0;      // which documents are held out
   int prefetch = 2;                  // micro-batches read ahead in the background
+  void check_values() const;
+  void validate() const;  // training files given; --val-fraction or --val-data
+};
 
-  // Batch and budget
-  int micro_batch = 4;     // sequences per micro-batch
-  int global_batch = 16;   // sequences per optimizer step, over all data-parallel ranks
-  TokenBudget train_tokens;
-  std::int64_t steps = 0;  // > 0 overrides train_tokens
+// The process grid, the batch and its micro-batches, the pipeline schedule,
+// ZeRO and recomputation.
+struct ParallelOptions {
+  int pp = 1, dp = 1;
+  int micro_batch = 4;    // sequences per micro-batch
+  int global_batch = 16;  // sequences per optimizer step, over all data-parallel ranks
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
+  int virtual_stages = 1;    // chunks per stage (--schedule interleaved)
+  std::string stage_layers;  // one entry per virtual stage: pp × virtual-stages
+  int zero = 0;
+  bool recompute = false;  // --recompute full: keep layer inputs only, recompute in backward
+  double comm_timeout = 300.0;
+  int micro_batches_per_rank() const { return global_batch / (dp * micro_batch); }
+  void check_values() const;
+  // The batch against the grid, the schedule's shape, the chunks against `layers`.
+  void validate(int layers) const;
+};
 
-  // Optimizer and schedule
+// AdamW, the learning-rate schedule and the budget it spans.
+struct OptimizerOptions {
   double lr = 3e-4, min_lr = 0.0, warmup_frac = 0.05, clip = 1.0;
   AdamWConfig adam;
+  TokenBudget train_tokens;
+  std::int64_t steps = 0;       // > 0 overrides train_tokens
+  int max_nonfinite_steps = 5;  // consecutive steps with a non-finite loss or gradient norm
+  void check_values() const;
+};
 
-  // Logging, evaluation, export
+// Checkpoints, resuming, and the weights a run starts from or exports.
+struct CheckpointOptions {
+  std::string save_dir;            // "" : no checkpoints
+  std::int64_t save_interval = 0;  // steps between checkpoints (0: only at the end and on signals)
+  double save_minutes = 0;         // minutes between checkpoints (0: off)
+  int keep = 3;                    // newest checkpoints kept (0: all)
+  ResumeFrom resume;
+  std::string init_weights;          // weights file to start from
+  std::int64_t exit_after_step = 0;  // checkpoint and stop after this step (0: off)
+  std::string export_weights;        // the final weights as an HDF5 file
+  void check_values() const;
+  void validate() const;  // --resume auto has a --save to look in
+};
+
+// What a run prints and records: the log, validation, samples, metrics.
+struct LoggingOptions {
   int log_interval = 10;
   int eval_interval = 100;
   int eval_batches = 8;
-  int max_nonfinite_steps = 5;  // consecutive steps with a non-finite loss or gradient norm
-  std::string export_weights;
-  int sample_every = 0;        // print a greedy continuation of sample_prompt every N steps (0: off)
+  int sample_every = 0;       // print a greedy continuation of sample_prompt every N steps (0: off)
   std::string sample_prompt;  // "" : kDefaultSamplePrompt (train/sample_text.hpp)
-  std::string metrics_file;  // --metrics: JSON Lines of the run (train/metrics_log.hpp)
-  bool print_params = false;
-  bool dry_run = false;      // check everything, print the plan, train nothing
-  int threads = 0;  // 0: leave OpenMP/BLAS defaults
-
-  // Checkpoints
-  std::string save_dir;          // "" : no checkpoints
-  std::int64_t save_interval = 0;  // steps between checkpoints (0: only at the end and on signals)
-  double save_minutes = 0;       // minutes between checkpoints (0: off)
-  int keep = 3;                  // newest checkpoints kept (0: all)
-  ResumeFrom resume;
-  std::string init_weights;      // weights file to start from
-  std::int64_t exit_after_step = 0;  // checkpoint and stop after this step (0: off)
-
-  // Memory
-  bool recompute = false;  // --recompute full: keep layer inputs only, recompute in backward
-
-  // Parallelism
-  int pp = 1, dp = 1;
-  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
-  int virtual_stages = 1;  // chunks per stage (--schedule interleaved)
-  int zero = 0;
-  std::string stage_layers;  // one entry per virtual stage: pp × virtual-stages
-  double comm_timeout = 300.0;
-
-  std::int64_t resolved_train_tokens() const;  // from train_tokens / steps
-  std::int64_t total_steps() const;
-  int micro_batches_per_rank() const { return global_batch / (dp * micro_batch); }
-  // Every numeric option against its range, NaN and infinity refused, each
-  // message leading with the option (parse_train_options runs it).
+  std::string metrics_file;   // --metrics: JSON Lines of the run (train/metrics_log.hpp)
   void check_values() const;
-  void validate() const;  // check_values() and the cross-field checks, naming the flags
+};
+
+struct TrainOptions {
+  ModelOptions model;
+  DeviceOptions device;
+  DataOptions data;
+  ParallelOptions parallel;
+  OptimizerOptions optimizer;
+  CheckpointOptions checkpoint;
+  LoggingOptions logging;
+  bool print_params = false;
+  bool dry_run = false;  // check everything, print the plan, train nothing
+
+  std::int64_t resolved_train_tokens() const;  // from optimizer.train_tokens / steps
+  std::int64_t total_steps() const;
+  // Every section's check_values(): each option against its range, NaN and
+  // infinity refused, each message leading with the option
+  // (parse_train_options runs it).
+  void check_values() const;
+  // check_values() and every section's validate(), naming the flags.
+  void validate() const;
 };
 
 // Parses argv (and --config FILE). Returns nullopt when the program should exit

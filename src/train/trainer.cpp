@@ -118,7 +118,9 @@ class Trainer {
   void print_plan() const;
   MemoryPlanInput memory_input(int stage) const;
   // Stage s's chunks: virtual stages s, pp + s, 2 pp + s, ...
-  std::vector<StageSpec> chunks_of(int stage) const { return stage_chunks(specs_, opts_.pp, stage); }
+  std::vector<StageSpec> chunks_of(int stage) const {
+    return stage_chunks(specs_, opts_.parallel.pp, stage);
+  }
   void report_memory();
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
@@ -138,7 +140,8 @@ class Trainer {
   void open_metrics();
   // Tokens the run has trained on after `step` (a resumed run's earlier ones included).
   std::int64_t tokens_seen(std::int64_t step) const {
-    return (sample_base_ + (step - start_step_ + 1) * opts_.global_batch) * opts_.model.T;
+    return (sample_base_ + (step - start_step_ + 1) * opts_.parallel.global_batch) *
+           opts_.model.config.T;
   }
   void say(const std::string& s) const {
     if (rank0_) log_ << s << std::flush;
@@ -195,7 +198,8 @@ void Trainer::resolve_configuration() {
   // Which device each rank takes, from every rank's host name (collectives
   // first: they cannot fail, so every rank reaches them).
   const DeviceBackendProvider* cuda = device_backend(Device::CUDA);
-  const int cuda_count = opts_.device != DeviceChoice::CPU && cuda ? cuda->device_count() : 0;
+  const int cuda_count =
+      opts_.device.choice != DeviceChoice::CPU && cuda ? cuda->device_count() : 0;
   const comm::NodePlace place =
       comm::place_on_node(comm::gather_strings(world_, host_), world_.rank());
   const DeviceSlot slot =
@@ -208,67 +212,74 @@ void Trainer::resolve_configuration() {
   comm::agree(world_, [&] {
     check_slurm_local_id(slot, world_.size(), std::getenv("SLURM_PROCID"),
                          std::getenv("SLURM_NTASKS"), std::getenv("SLURM_LOCALID"));
-    if (opts_.device == DeviceChoice::CUDA || cuda_count > 0)
-      check_device_sharing(slots, opts_.allow_shared_device);
+    if (opts_.device.choice == DeviceChoice::CUDA || cuda_count > 0)
+      check_device_sharing(slots, opts_.device.allow_shared);
   }, "another rank refused its device (see its message)");
-  comm::agree(world_, [&] {
-    grid_ = comm::ProcessGrid::make(world_.size(), opts_.pp, opts_.dp, world_.rank());
-    set_cpu_threads(opts_.threads);
-    opts_.validate();  // before the data: its errors name flags, not files
-    // --resume PATH: a step folder, or a save folder's newest complete step.
-    if (opts_.resume.kind == ResumeFrom::Kind::Directory)
-      opts_.resume.directory = resolve_checkpoint_dir(opts_.resume.directory);
-    const DataConfig data{opts_.train_files, opts_.data_weights, opts_.val_files,
-                          opts_.val_fraction, opts_.split_seed};
-    train_data_ = train_spec(data);
-    val_data_ = val_spec(data);
-    const TokenDataset probe(*train_data_, opts_.model.T);
-    data_.train_files = train_data_->sources.all_files();
-    data_.train_tokens = probe.num_tokens();
-    data_.train_windows = probe.num_windows();
-    if (!opts_.vocab_explicit) {
-      opts_.model.V = probe.vocab_size();
-    } else {
-      require(opts_.model.V >= probe.vocab_size(), "--vocab ", opts_.model.V,
-              " is smaller than the vocabulary of ", opts_.train_files.front(), " (",
-              probe.vocab_size(), ")");
-    }
-    if (val_data_) {
-      const TokenDataset val(*val_data_, opts_.model.T);
-      require_same_tokenizer(probe, val);
-      data_.val_files = val_data_->sources.all_files();
-      data_.val_tokens = val.num_tokens();
-      data_.val_windows = val.num_windows();
-      data_.val_held_out = opts_.val_fraction > 0;
-    }
-    if (rank0_ && !opts_.metrics_file.empty()) require_appendable_file(opts_.metrics_file, "--metrics");
-    opts_.validate();
-    if (opts_.sample_every > 0 && rank0_)
-      sampler_ = std::make_unique<TrainingSampler>(
-          opts_.model, opts_.train_files.front(),
-          opts_.sample_prompt.empty() ? kDefaultSamplePrompt : opts_.sample_prompt);
-    ChosenBackend chosen =
-        choose_backend(opts_.device, opts_.dtype, opts_.dtype_explicit, slot.index);
-    backend_ = std::move(chosen.backend);
-    opts_.dtype = chosen.dtype;
-    device_description_ = chosen.description;
-    // One range per virtual stage (c · pp + s); stage s holds chunks c = 0 .. v-1.
-    const int virtual_stages = opts_.pp * opts_.virtual_stages;
-    specs_ = opts_.stage_layers.empty()
-                 ? partition_layers(opts_.model, virtual_stages)
-                 : parse_stage_layers(opts_.stage_layers, opts_.model, opts_.pp,
-                                      opts_.virtual_stages);
-    // A layout that cannot fit is refused before anything is allocated.
-    memory_ = estimate_memory(memory_input(grid_.stage()));
-    const double capacity = double(backend_->memory_capacity());
-    char have[32];
-    std::snprintf(have, sizeof have, "%.2f GiB", capacity / double(1ull << 30));
-    require(memory_.total() <= 0.95 * capacity, "stage ", grid_.stage(), " on ",
-            process_identity().describe(), " needs an estimated ", memory_.describe(),
-            ", more than 95% of the ", have,
-            " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
-            "or a higher --zero");
-  }, "another rank refused the configuration (see its message)");
+  comm::agree(
+      world_,
+      [&] {
+        grid_ = comm::ProcessGrid::make(world_.size(), opts_.parallel.pp, opts_.parallel.dp,
+                                        world_.rank());
+        set_cpu_threads(opts_.device.threads);
+        opts_.validate();  // before the data: its errors name flags, not files
+        // --resume PATH: a step folder, or a save folder's newest complete step.
+        if (opts_.checkpoint.resume.kind == ResumeFrom::Kind::Directory)
+          opts_.checkpoint.resume.directory =
+              resolve_checkpoint_dir(opts_.checkpoint.resume.directory);
+        const DataConfig data{opts_.data.train_files, opts_.data.data_weights, opts_.data.val_files,
+                              opts_.data.val_fraction, opts_.data.split_seed};
+        train_data_ = train_spec(data);
+        val_data_ = val_spec(data);
+        const TokenDataset probe(*train_data_, opts_.model.config.T);
+        data_.train_files = train_data_->sources.all_files();
+        data_.train_tokens = probe.num_tokens();
+        data_.train_windows = probe.num_windows();
+        if (!opts_.model.vocab_explicit) {
+          opts_.model.config.V = probe.vocab_size();
+        } else {
+          require(opts_.model.config.V >= probe.vocab_size(), "--vocab ", opts_.model.config.V,
+                  " is smaller than the vocabulary of ", opts_.data.train_files.front(), " (",
+                  probe.vocab_size(), ")");
+        }
+        if (val_data_) {
+          const TokenDataset val(*val_data_, opts_.model.config.T);
+          require_same_tokenizer(probe, val);
+          data_.val_files = val_data_->sources.all_files();
+          data_.val_tokens = val.num_tokens();
+          data_.val_windows = val.num_windows();
+          data_.val_held_out = opts_.data.val_fraction > 0;
+        }
+        if (rank0_ && !opts_.logging.metrics_file.empty())
+          require_appendable_file(opts_.logging.metrics_file, "--metrics");
+        opts_.validate();
+        if (opts_.logging.sample_every > 0 && rank0_)
+          sampler_ = std::make_unique<TrainingSampler>(
+              opts_.model.config, opts_.data.train_files.front(),
+              opts_.logging.sample_prompt.empty() ? kDefaultSamplePrompt
+                                                  : opts_.logging.sample_prompt);
+        ChosenBackend chosen = choose_backend(opts_.device.choice, opts_.device.dtype,
+                                              opts_.device.dtype_explicit, slot.index);
+        backend_ = std::move(chosen.backend);
+        opts_.device.dtype = chosen.dtype;
+        device_description_ = chosen.description;
+        // One range per virtual stage (c · pp + s); stage s holds chunks c = 0 .. v-1.
+        const int virtual_stages = opts_.parallel.pp * opts_.parallel.virtual_stages;
+        specs_ = opts_.parallel.stage_layers.empty()
+                     ? partition_layers(opts_.model.config, virtual_stages)
+                     : parse_stage_layers(opts_.parallel.stage_layers, opts_.model.config,
+                                          opts_.parallel.pp, opts_.parallel.virtual_stages);
+        // A layout that cannot fit is refused before anything is allocated.
+        memory_ = estimate_memory(memory_input(grid_.stage()));
+        const double capacity = double(backend_->memory_capacity());
+        char have[32];
+        std::snprintf(have, sizeof have, "%.2f GiB", capacity / double(1ull << 30));
+        require(memory_.total() <= 0.95 * capacity, "stage ", grid_.stage(), " on ",
+                process_identity().describe(), " needs an estimated ", memory_.describe(),
+                ", more than 95% of the ", have,
+                " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
+                "or a higher --zero");
+      },
+      "another rank refused the configuration (see its message)");
   if (rank0_) {
     const bool on_cpu = backend_->device() == Device::CPU;
     for (const DeviceSlot& s : slots)
@@ -282,44 +293,44 @@ void Trainer::resolve_configuration() {
 // will write there: the save folder (created, as a save would) and the
 // export file's folder. A refusal names the path and the reason.
 void Trainer::check_outputs() {
-  const bool writes_checkpoint_file = rank0_ || opts_.zero > 0 || grid_.dp_index() == 0;
+  const bool writes_checkpoint_file = rank0_ || opts_.parallel.zero > 0 || grid_.dp_index() == 0;
   // Rank 0 first: it creates the save folder the others then probe.
   comm::agree(world_, [&] {
     if (!rank0_) return;
-    if (!opts_.save_dir.empty()) {
+    if (!opts_.checkpoint.save_dir.empty()) {
       if (opts_.dry_run)
-        require_creatable_folder(opts_.save_dir, "--save");
+        require_creatable_folder(opts_.checkpoint.save_dir, "--save");
       else
-        require_writable_folder(opts_.save_dir, "--save", true);
+        require_writable_folder(opts_.checkpoint.save_dir, "--save", true);
     }
-    if (!opts_.export_weights.empty())
-      require_writable_file(opts_.export_weights, "--export-weights");
+    if (!opts_.checkpoint.export_weights.empty())
+      require_writable_file(opts_.checkpoint.export_weights, "--export-weights");
   });
   comm::agree(world_, [&] {
-    if (!rank0_ && writes_checkpoint_file && !opts_.save_dir.empty() && !opts_.dry_run)
-      require_writable_folder(opts_.save_dir, "--save", false);
+    if (!rank0_ && writes_checkpoint_file && !opts_.checkpoint.save_dir.empty() && !opts_.dry_run)
+      require_writable_folder(opts_.checkpoint.save_dir, "--save", false);
   });
-  if (rank0_ && !opts_.save_dir.empty() && !opts_.dry_run) {
-    const std::vector<std::string> gone = remove_leftovers(opts_.save_dir);
+  if (rank0_ && !opts_.checkpoint.save_dir.empty() && !opts_.dry_run) {
+    const std::vector<std::string> gone = remove_leftovers(opts_.checkpoint.save_dir);
     if (!gone.empty())
-      say("checkpoints: removed what an interrupted save or prune left in " + opts_.save_dir +
-          ": " + join(gone) + "\n");
+      say("checkpoints: removed what an interrupted save or prune left in " +
+          opts_.checkpoint.save_dir + ": " + join(gone) + "\n");
   }
 }
 
 MemoryPlanInput Trainer::memory_input(int stage) const {
   MemoryPlanInput in;
-  in.model = opts_.model;
+  in.model = opts_.model.config;
   in.chunks = chunks_of(stage);
   in.stage_index = stage;
-  in.pp = opts_.pp;
-  in.dp = opts_.dp;
-  in.zero = opts_.zero;
-  in.dtype = opts_.dtype;
-  in.micro_batch = opts_.micro_batch;
-  in.microbatches = opts_.micro_batches_per_rank();
-  in.schedule = opts_.schedule;
-  in.recompute = opts_.recompute;
+  in.pp = opts_.parallel.pp;
+  in.dp = opts_.parallel.dp;
+  in.zero = opts_.parallel.zero;
+  in.dtype = opts_.device.dtype;
+  in.micro_batch = opts_.parallel.micro_batch;
+  in.microbatches = opts_.parallel.micro_batches_per_rank();
+  in.schedule = opts_.parallel.schedule;
+  in.recompute = opts_.parallel.recompute;
   in.device = backend_->device() != Device::CPU;
   return in;
 }
@@ -349,10 +360,10 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
     : opts_(options), world_(world), host_(host), log_(log), observer_(observer),
       rank0_(world.rank() == 0) {
   resolve_configuration();
-  const ModelConfig& cfg = opts_.model;
-  microbatches_ = opts_.micro_batches_per_rank();
+  const ModelConfig& cfg = opts_.model.config;
+  microbatches_ = opts_.parallel.micro_batches_per_rank();
   total_steps_ = opts_.total_steps();
-  data_.budget_tokens = total_steps_ * opts_.global_batch * cfg.T;
+  data_.budget_tokens = total_steps_ * opts_.parallel.global_batch * cfg.T;
   if (opts_.dry_run) {  // everything is checked; nothing is allocated
     print_plan();
     return;
@@ -371,64 +382,65 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
     }
   }
   if (!groups_.pipeline) groups_ = comm::make_groups(world_, grid_);
-  model_ = std::make_unique<StageModel>(*backend_, cfg, chunks_of(grid_.stage()), opts_.dtype);
-  model_->params().init(opts_.seed);
-  model_->set_recompute(opts_.recompute);
+  model_ =
+      std::make_unique<StageModel>(*backend_, cfg, chunks_of(grid_.stage()), opts_.device.dtype);
+  model_->params().init(opts_.model.seed);
+  model_->set_recompute(opts_.parallel.recompute);
   optimizer_ = std::make_unique<ZeroOptimizer>(
-      *model_, ZeroGroups{groups_.data.get(), groups_.embedding.get()}, opts_.zero, opts_.adam,
-      !(grid_.last_stage() && grid_.pp > 1));
+      *model_, ZeroGroups{groups_.data.get(), groups_.embedding.get()}, opts_.parallel.zero,
+      opts_.optimizer.adam, !(grid_.last_stage() && grid_.pp > 1));
   executor_ = std::make_unique<StageExecutor>(*model_, groups_.pipeline.get(), grid_.stage(),
                                               grid_.pp);
-  schedule_ = pipeline::make_schedule(opts_.schedule, grid_.pp, grid_.stage(), microbatches_,
-                                      opts_.virtual_stages);
+  schedule_ = pipeline::make_schedule(opts_.parallel.schedule, grid_.pp, grid_.stage(),
+                                      microbatches_, opts_.parallel.virtual_stages);
   totals_ = backend_->alloc(DType::F64, 1, 3);
 
   // Only the first and last stage read data; each replica its share.
   if (grid_.first_stage() || grid_.last_stage()) {
     FeedOptions fo;
-    fo.prefetch = opts_.prefetch;
-    train_feed_ = std::make_unique<BatchFeed>(*train_data_, cfg.T, opts_.seed, fo);
-    const std::int64_t share = opts_.global_batch / opts_.dp;
-    train_feed_->set_access_pattern(opts_.global_batch, grid_.dp_index() * share, share);
+    fo.prefetch = opts_.data.prefetch;
+    train_feed_ = std::make_unique<BatchFeed>(*train_data_, cfg.T, opts_.model.seed, fo);
+    const std::int64_t share = opts_.parallel.global_batch / opts_.parallel.dp;
+    train_feed_->set_access_pattern(opts_.parallel.global_batch, grid_.dp_index() * share, share);
     if (val_data_) {
       val_feed_ = std::make_unique<BatchFeed>(*val_data_, cfg.T, /*seed=*/0, fo);
-      val_feed_->set_access_pattern(std::int64_t(opts_.dp) * opts_.micro_batch,
-                                    std::int64_t(grid_.dp_index()) * opts_.micro_batch,
-                                    opts_.micro_batch);
+      val_feed_->set_access_pattern(std::int64_t(opts_.parallel.dp) * opts_.parallel.micro_batch,
+                                    std::int64_t(grid_.dp_index()) * opts_.parallel.micro_batch,
+                                    opts_.parallel.micro_batch);
     }
   }
   restore();
   print_plan();
   lr_ = LrSchedule{
-      opts_.lr, opts_.min_lr,
-      static_cast<std::int64_t>(std::llround(opts_.warmup_frac * double(total_steps_))),
+      opts_.optimizer.lr, opts_.optimizer.min_lr,
+      static_cast<std::int64_t>(std::llround(opts_.optimizer.warmup_frac * double(total_steps_))),
       total_steps_};
   open_metrics();
 }
 
 // --metrics: rank 0 appends to the file; the first record is the configuration.
 void Trainer::open_metrics() {
-  if (!rank0_ || opts_.metrics_file.empty()) return;
-  metrics_ = MetricsLog(opts_.metrics_file);
+  if (!rank0_ || opts_.logging.metrics_file.empty()) return;
+  metrics_ = MetricsLog(opts_.logging.metrics_file);
   MetricsRunInfo info;
   info.version = code_version();
   info.options_ini = to_ini(opts_);
   info.device = device_description_;
-  info.model = opts_.model;
-  info.params = param_count(opts_.model);
-  info.training_flops_per_token = training_flops_per_token(opts_.model);
+  info.model = opts_.model.config;
+  info.params = param_count(opts_.model.config);
+  info.training_flops_per_token = training_flops_per_token(opts_.model.config);
   info.pp = grid_.pp;
   info.dp = grid_.dp;
-  info.zero = opts_.zero;
-  info.schedule = std::string(pipeline::schedule_kind_name(opts_.schedule));
-  info.dtype = std::string(dtype_name(opts_.dtype));
-  info.micro_batch = opts_.micro_batch;
-  info.global_batch = opts_.global_batch;
+  info.zero = opts_.parallel.zero;
+  info.schedule = std::string(pipeline::schedule_kind_name(opts_.parallel.schedule));
+  info.dtype = std::string(dtype_name(opts_.device.dtype));
+  info.micro_batch = opts_.parallel.micro_batch;
+  info.global_batch = opts_.parallel.global_batch;
   info.microbatches = microbatches_;
   info.stages = specs_;
   info.data = data_;
   info.total_steps = total_steps_;
-  info.tokens_per_step = std::int64_t(opts_.global_batch) * opts_.model.T;
+  info.tokens_per_step = std::int64_t(opts_.parallel.global_batch) * opts_.model.config.T;
   info.first_step = start_step_;
   if (start_step_ > 1) info.resumed_from = summary_.last_checkpoint;
   metrics_.config(info);
@@ -438,38 +450,40 @@ void Trainer::open_metrics() {
 // imported from safetensors by wiola-reshard); the optimizer starts fresh.
 // --resume: parameters, optimizer state and the data position of a checkpoint.
 void Trainer::restore() {
-  if (!opts_.init_weights.empty()) {
+  if (!opts_.checkpoint.init_weights.empty()) {
     comm::agree(world_, [&] {
-      const WeightsFile w = read_weights_file(opts_.init_weights);
+      const WeightsFile w = read_weights_file(opts_.checkpoint.init_weights);
       const std::string diff = model_differences(w.config, model_->config(), FieldSet::Shape);
-      require(diff.empty(), "--init-weights ", opts_.init_weights, ": the file holds ",
-              w.config.describe(), ", this run is ", model_->config().describe(), " (", diff,
-              ")");
+      require(diff.empty(), "--init-weights ", opts_.checkpoint.init_weights, ": the file holds ",
+              w.config.describe(), ", this run is ", model_->config().describe(), " (", diff, ")");
       for (const NamedArray& arr : w.arrays)
         if (model_->params().has(arr.name)) model_->params().set(arr.name, arr.data);
       optimizer_->take_master_from_params();
     });
   }
   std::optional<std::string> dir;
-  switch (opts_.resume.kind) {
+  switch (opts_.checkpoint.resume.kind) {
     case ResumeFrom::Kind::None:
-      if (!opts_.save_dir.empty() && rank0_) {
-        const std::vector<std::string> old = list_checkpoint_dirs(opts_.save_dir);
+      if (!opts_.checkpoint.save_dir.empty() && rank0_) {
+        const std::vector<std::string> old = list_checkpoint_dirs(opts_.checkpoint.save_dir);
         if (!old.empty())
-          say("WARNING: --save " + opts_.save_dir + " already holds " +
+          say("WARNING: --save " + opts_.checkpoint.save_dir + " already holds " +
               std::to_string(old.size()) + " checkpoint(s), the newest " + old.front() +
               "; this run starts from step 0 (--resume none) and replaces them as it reaches "
               "their steps (--resume auto would continue the newest)\n");
       }
       break;
     case ResumeFrom::Kind::Auto:
-      dir = find_resume_checkpoint(world_, opts_.save_dir, log_);
-      if (!dir) say("resume: no checkpoint in '" + opts_.save_dir + "', starting fresh\n");
+      dir = find_resume_checkpoint(world_, opts_.checkpoint.save_dir, log_);
+      if (!dir)
+        say("resume: no checkpoint in '" + opts_.checkpoint.save_dir + "', starting fresh\n");
       break;
-    case ResumeFrom::Kind::Directory: dir = opts_.resume.directory; break;
+    case ResumeFrom::Kind::Directory:
+      dir = opts_.checkpoint.resume.directory;
+      break;
   }
   if (!dir) return;
-  const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.zero, observer_};
+  const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.parallel.zero, observer_};
   const CheckpointInfo info = load_checkpoint(ckpt, *dir);
   start_step_ = info.step + 1;
   sample_base_ = info.consumed_samples;
@@ -482,7 +496,7 @@ void Trainer::restore() {
 
 void Trainer::print_plan() const {
   if (!rank0_) return;
-  const ModelConfig& cfg = opts_.model;
+  const ModelConfig& cfg = opts_.model.config;
   std::ostringstream os;
   os << "wiola-train: device " << device_description_ << "\n"
      << "  model " << cfg.describe() << "\n"
@@ -490,23 +504,24 @@ void Trainer::print_plan() const {
      << std::setprecision(4) << training_flops_per_token(cfg) << "\n"
      << "  grid pp " << grid_.pp << " x dp " << grid_.dp << " on " << world_.size()
      << " ranks (rank 0 on " << host_ << "), schedule "
-     << pipeline::schedule_kind_name(opts_.schedule) << ", zero " << opts_.zero << ", "
-     << microbatches_ << " micro-batches of " << opts_.micro_batch
+     << pipeline::schedule_kind_name(opts_.parallel.schedule) << ", zero " << opts_.parallel.zero
+     << ", " << microbatches_ << " micro-batches of " << opts_.parallel.micro_batch
      << " per replica per step\n"
-     << "  global batch " << opts_.global_batch << " sequences = "
-     << std::int64_t(opts_.global_batch) * cfg.T << " tokens; " << total_steps_
-     << " steps = " << total_steps_ * opts_.global_batch * cfg.T << " tokens\n"
+     << "  global batch " << opts_.parallel.global_batch
+     << " sequences = " << std::int64_t(opts_.parallel.global_batch) * cfg.T << " tokens; "
+     << total_steps_ << " steps = " << total_steps_ * opts_.parallel.global_batch * cfg.T
+     << " tokens\n"
      << data_.describe();
   for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
-  if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_, opts_.schedule,
-                                       opts_.virtual_stages))
+  if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_, opts_.parallel.schedule,
+                                        opts_.parallel.virtual_stages))
     os << "WARNING: " << *w << "\n";
   CostModel cost;
-  cost.microbatch_tokens = std::int64_t(opts_.micro_batch) * cfg.T;
+  cost.microbatch_tokens = std::int64_t(opts_.parallel.micro_batch) * cfg.T;
   cost.microbatches = microbatches_;
-  cost.hold_all_microbatches = opts_.schedule == pipeline::ScheduleKind::GPipe;
-  cost.bytes_per_activation = double(dtype_size(opts_.dtype));
-  os << describe_partition(cfg, specs_, cost, opts_.virtual_stages);
+  cost.hold_all_microbatches = opts_.parallel.schedule == pipeline::ScheduleKind::GPipe;
+  cost.bytes_per_activation = double(dtype_size(opts_.device.dtype));
+  os << describe_partition(cfg, specs_, cost, opts_.parallel.virtual_stages);
   for (int s = 0; s < grid_.pp; ++s)
     os << "  memory estimate of stage " << s << " per rank: "
        << estimate_memory(memory_input(s)).describe() << "\n";
@@ -516,8 +531,8 @@ void Trainer::print_plan() const {
 // Micro-batch `mb` of this replica in `step`: the replica's share of the
 // step's global batch, in order.
 std::int64_t Trainer::first_sample(std::int64_t step) const {
-  const std::int64_t share = opts_.global_batch / opts_.dp;
-  const std::int64_t step_first = sample_base_ + (step - start_step_) * opts_.global_batch;
+  const std::int64_t share = opts_.parallel.global_batch / opts_.parallel.dp;
+  const std::int64_t step_first = sample_base_ + (step - start_step_) * opts_.parallel.global_batch;
   return step_first + grid_.dp_index() * share;
 }
 
@@ -544,16 +559,20 @@ StepRecord Trainer::train_step(std::int64_t step) {
   if (observer_) observer_->before_step(step, *model_);
   model_->params().zero_grads();
 
-  const StepBatches batches(*train_feed_, first_sample(step), opts_.micro_batch);
+  const StepBatches batches(*train_feed_, first_sample(step), opts_.parallel.micro_batch);
   StepObserver watcher(observer_, step);
   StageExecutor::Hooks hooks;
   hooks.batches = &batches;
   hooks.boundaries = optimizer_.get();  // ZeRO's gathers and reduce-scatters
   hooks.observer = observer_ ? &watcher : nullptr;
   hooks.record_events = observer_ && observer_->wants_events();
-  const StageExecutor::RunSpec spec{static_cast<int>(step), microbatches_, opts_.micro_batch,
-                                    opts_.model.T, /*training=*/true,
-                                    1.0 / (double(opts_.global_batch) * opts_.model.T)};
+  const StageExecutor::RunSpec spec{
+      static_cast<int>(step),
+      microbatches_,
+      opts_.parallel.micro_batch,
+      opts_.model.config.T,
+      /*training=*/true,
+      1.0 / (double(opts_.parallel.global_batch) * opts_.model.config.T)};
   last_run_ = executor_->run(schedule_, spec, hooks);
   const StageExecutor::Result& run = last_run_;
 
@@ -574,7 +593,7 @@ StepRecord Trainer::train_step(std::int64_t step) {
   if (r.skipped)
     optimizer_->skip_step();
   else
-    optimizer_->step(lr_.at(step), clip_factor(totals.grad_norm, opts_.clip));
+    optimizer_->step(lr_.at(step), clip_factor(totals.grad_norm, opts_.optimizer.clip));
   const auto t_end = Clock::now();
 
   r.reduce = {StepPhase::ReduceGrads, clock_seconds(t_reduce), clock_seconds(t_optimizer)};
@@ -593,13 +612,13 @@ StepRecord Trainer::train_step(std::int64_t step) {
 // of dp) of the validation order, through the shared forward-only evaluation.
 EvalTotals Trainer::evaluate() {
   optimizer_->finish_gathers();
-  const int per_replica = (opts_.eval_batches + opts_.dp - 1) / opts_.dp;
+  const int per_replica = (opts_.logging.eval_batches + opts_.parallel.dp - 1) / opts_.parallel.dp;
   EvalSpec spec;
-  spec.microbatches = std::int64_t(per_replica) * opts_.dp;
-  spec.micro_batch = opts_.micro_batch;
-  spec.seq = opts_.model.T;
+  spec.microbatches = std::int64_t(per_replica) * opts_.parallel.dp;
+  spec.micro_batch = opts_.parallel.micro_batch;
+  spec.seq = opts_.model.config.T;
   spec.batch = [&](std::int64_t g) {
-    return val_feed_->samples(g * opts_.micro_batch, opts_.micro_batch);
+    return val_feed_->samples(g * opts_.parallel.micro_batch, opts_.parallel.micro_batch);
   };
   return wiola::evaluate(*executor_, *backend_, grid_, world_, spec);
 }
@@ -612,13 +631,13 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
                   "step %lld: loss %g, gradient norm %g: not finite; update skipped (%d of at "
                   "most %d in a row)\n",
                   static_cast<long long>(step), r.loss, r.grad_norm, skipped_in_a_row_,
-                  opts_.max_nonfinite_steps);
+                  opts_.optimizer.max_nonfinite_steps);
     say(buf);
-    if (skipped_in_a_row_ >= opts_.max_nonfinite_steps)
+    if (skipped_in_a_row_ >= opts_.optimizer.max_nonfinite_steps)
       stop_nonfinite("steps " + std::to_string(step - skipped_in_a_row_ + 1) + ".." +
                      std::to_string(step) + ": the loss or gradient norm was not finite " +
                      std::to_string(skipped_in_a_row_) + " steps in a row (--max-nonfinite-steps " +
-                     std::to_string(opts_.max_nonfinite_steps) + ")");
+                     std::to_string(opts_.optimizer.max_nonfinite_steps) + ")");
   } else {
     skipped_in_a_row_ = 0;
   }
@@ -628,14 +647,14 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
   summary_.steps = step;
   loss_window_.sum += r.loss;
   ++loss_window_.steps;
-  window_tokens_ += double(opts_.global_batch) * opts_.model.T;
-  const bool boundary = step % opts_.log_interval == 0;
+  window_tokens_ += double(opts_.parallel.global_batch) * opts_.model.config.T;
+  const bool boundary = step % opts_.logging.log_interval == 0;
   if (!boundary && step != total_steps_ && step != start_step_) return;
   const auto now = Clock::now();
   const double dt = seconds_between(t_window_, now), elapsed = seconds_between(t_start_, now);
   const double tps = window_tokens_ / std::max(dt, 1e-9);
   const double eta = elapsed / double(step - start_step_ + 1) * double(total_steps_ - step);
-  const double flops = tps * training_flops_per_token(opts_.model);
+  const double flops = tps * training_flops_per_token(opts_.model.config);
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "step %6lld/%lld | tokens %s | loss %.6f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
@@ -656,15 +675,18 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
 // stop signal on any rank, or the time-based interval on any clock. Returns
 // true when the run stops after this step.
 bool Trainer::checkpoint_and_stop(std::int64_t step) {
-  const bool time_due = opts_.save_minutes > 0 &&
-                        seconds_between(t_saved_, Clock::now()) >= 60.0 * opts_.save_minutes;
+  const bool time_due =
+      opts_.checkpoint.save_minutes > 0 &&
+      seconds_between(t_saved_, Clock::now()) >= 60.0 * opts_.checkpoint.save_minutes;
   int flags[2] = {stop_signal(), time_due ? 1 : 0};
   world_.allreduce(flags, 2, DType::I32, comm::ReduceOp::Max);
   const bool stop = flags[0] != 0;
-  const bool exit_now = opts_.exit_after_step > 0 && step == opts_.exit_after_step;
-  const bool save_now = !opts_.save_dir.empty() &&
-                        (stop || exit_now || flags[1] || step == total_steps_ ||
-                         (opts_.save_interval > 0 && step % opts_.save_interval == 0));
+  const bool exit_now =
+      opts_.checkpoint.exit_after_step > 0 && step == opts_.checkpoint.exit_after_step;
+  const bool save_now =
+      !opts_.checkpoint.save_dir.empty() &&
+      (stop || exit_now || flags[1] || step == total_steps_ ||
+       (opts_.checkpoint.save_interval > 0 && step % opts_.checkpoint.save_interval == 0));
   if (save_now && skipped_in_a_row_ > 0) {
     say("checkpoint of step " + std::to_string(step) +
         " not written: its loss or gradient norm is not finite (the last good checkpoint "
@@ -676,12 +698,14 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
     const auto t_save = Clock::now();
     CheckpointInfo saved;
     saved.step = step;
-    saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.global_batch;
+    saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.parallel.global_batch;
     saved.loss_window = loss_window_;
     saved.config = to_ini(opts_);
     optimizer_->finish_gathers();  // no collective may still write what the checkpoint reads
-    const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.zero, observer_};
-    summary_.last_checkpoint = save_checkpoint(ckpt, opts_.save_dir, saved, opts_.keep);
+    const CheckpointContext ckpt{*model_, *optimizer_,         grid_,
+                                 world_,  opts_.parallel.zero, observer_};
+    summary_.last_checkpoint =
+        save_checkpoint(ckpt, opts_.checkpoint.save_dir, saved, opts_.checkpoint.keep);
     t_saved_ = Clock::now();
     say("checkpoint: " + summary_.last_checkpoint + "\n");
     if (metrics_.enabled())
@@ -692,7 +716,8 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
   if (stop) {
     summary_.stop_signal = flags[0];
     say("stopping after step " + std::to_string(step) + " on signal " + std::to_string(flags[0]) +
-        (opts_.save_dir.empty() ? " (no --save directory: nothing was saved)" : "") + "\n");
+        (opts_.checkpoint.save_dir.empty() ? " (no --save directory: nothing was saved)" : "") +
+        "\n");
     return true;
   }
   if (exit_now) {
@@ -724,8 +749,9 @@ TrainSummary Trainer::run() {
     if (observer_) observer_->on_step(r);
     log_step(step, r);
     if (step == start_step_) report_memory();
-    const bool eval_now = can_eval && ((opts_.eval_interval > 0 && step % opts_.eval_interval == 0) ||
-                                       step == total_steps_);
+    const bool eval_now =
+        can_eval && ((opts_.logging.eval_interval > 0 && step % opts_.logging.eval_interval == 0) ||
+                     step == total_steps_);
     if (eval_now) {
       const EvalTotals val = evaluate();
       summary_.last_val_loss = val.mean_loss();
@@ -735,7 +761,8 @@ TrainSummary Trainer::run() {
       say(buf);
       metrics_.validation(step, tokens_seen(step), summary_.last_val_loss);
     }
-    if (opts_.sample_every > 0 && step % opts_.sample_every == 0) print_sample(step);
+    if (opts_.logging.sample_every > 0 && step % opts_.logging.sample_every == 0)
+      print_sample(step);
     if (checkpoint_and_stop(step)) break;
   }
   summary_.completed = summary_.steps == total_steps_;
@@ -747,13 +774,13 @@ TrainSummary Trainer::run() {
   // Over the steps after the first (which warms caches and allocators up); a
   // run of one step has only that one to report.
   if (steady_steps_ > 0)
-    summary_.tokens_per_second = double(steady_steps_) * opts_.global_batch * opts_.model.T /
-                                 seconds_between(t_steady_, Clock::now());
+    summary_.tokens_per_second = double(steady_steps_) * opts_.parallel.global_batch *
+                                 opts_.model.config.T / seconds_between(t_steady_, Clock::now());
   else if (summary_.steps >= start_step_)
-    summary_.tokens_per_second =
-        double(opts_.global_batch) * opts_.model.T / seconds_between(t_start_, t_steady_);
+    summary_.tokens_per_second = double(opts_.parallel.global_batch) * opts_.model.config.T /
+                                 seconds_between(t_start_, t_steady_);
   report_times();
-  if (!opts_.export_weights.empty() && summary_.completed) {
+  if (!opts_.checkpoint.export_weights.empty() && summary_.completed) {
     if (!params_finite()) stop_nonfinite("the final parameters are not finite");
     export_weights();
   }
@@ -778,7 +805,7 @@ void Trainer::stop_nonfinite(const std::string& what) const {
   std::string where;
   if (!summary_.last_checkpoint.empty())
     where = "the last good checkpoint is " + summary_.last_checkpoint;
-  else if (!opts_.save_dir.empty())
+  else if (!opts_.checkpoint.save_dir.empty())
     where = "no checkpoint was written before it";
   else
     where = "nothing was saved (no --save)";
@@ -828,10 +855,10 @@ void Trainer::report_times() {
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "  theory for %s with P=%d, v=%d, m=%d: bubble %.1f%%; throughput %.0f tokens/s\n",
-                std::string(pipeline::schedule_kind_name(opts_.schedule)).c_str(), grid_.pp,
-                opts_.virtual_stages, microbatches_,
-                100.0 * pipeline::theoretical_bubble(opts_.schedule, grid_.pp, microbatches_,
-                                                     opts_.virtual_stages),
+                std::string(pipeline::schedule_kind_name(opts_.parallel.schedule)).c_str(),
+                grid_.pp, opts_.parallel.virtual_stages, microbatches_,
+                100.0 * pipeline::theoretical_bubble(opts_.parallel.schedule, grid_.pp,
+                                                     microbatches_, opts_.parallel.virtual_stages),
                 summary_.tokens_per_second);
   os << buf;
   log_ << os.str() << std::flush;
@@ -874,8 +901,9 @@ std::vector<NamedArray> Trainer::gather_weights() {
 void Trainer::export_weights() {
   const std::vector<NamedArray> out = gather_weights();
   if (rank0_) {
-    write_weights_file(opts_.export_weights, opts_.model, out, wide_dtype(opts_.dtype));
-    log_ << "exported weights to " << opts_.export_weights << "\n";
+    write_weights_file(opts_.checkpoint.export_weights, opts_.model.config, out,
+                       wide_dtype(opts_.device.dtype));
+    log_ << "exported weights to " << opts_.checkpoint.export_weights << "\n";
   }
   world_.barrier();
 }

@@ -8,18 +8,18 @@ namespace wiola::test {
 
 inline TrainOptions tiny_distributed_run(std::int64_t steps, double warmup_frac) {
   TrainOptions o;
-  o.model = preset("wiola-tiny");
-  o.model.atm = AtmMode::Causal;
-  o.model.tau = 0.0;
-  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
-  o.micro_batch = 2;
-  o.global_batch = 8;
-  o.steps = steps;
-  o.lr = 1e-2;
-  o.warmup_frac = warmup_frac;
-  o.eval_interval = 0;
-  o.log_interval = 1;
-  o.comm_timeout = 120;
+  o.model.config = preset("wiola-tiny");
+  o.model.config.atm = AtmMode::Causal;
+  o.model.config.tau = 0.0;
+  o.data.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+  o.parallel.micro_batch = 2;
+  o.parallel.global_batch = 8;
+  o.optimizer.steps = steps;
+  o.optimizer.lr = 1e-2;
+  o.optimizer.warmup_frac = warmup_frac;
+  o.logging.eval_interval = 0;
+  o.logging.log_interval = 1;
+  o.parallel.comm_timeout = 120;
   return o;
 }
 

@@ -62,54 +62,66 @@ int main(int argc, char** argv) {
   // gradient sum and the one-process sum (~1e-11) into a ~1e-5 parameter
   // difference (layers.0.ffn.b_down.weight[369], g ≈ 1.7e-8). This test checks
   // that the layouts compute the same training, not Adam's conditioning.
-  o.adam.eps = 1e-6;
+  o.optimizer.adam.eps = 1e-6;
   std::string out = ".";
   double param_tolerance = -1;  // not given: the losses' bound
   double tolerance = 1e-5;      // losses and gradient norms
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--pp") o.pp = std::stoi(v);
-    else if (k == "--dp") o.dp = std::stoi(v);
-    else if (k == "--zero") o.zero = std::stoi(v);
-    else if (k == "--schedule") o.schedule = pipeline::parse_schedule_kind(v);
-    else if (k == "--virtual-stages") o.virtual_stages = std::stoi(v);
-    else if (k == "--lambda") o.model.Lambda = std::stoi(v);
+    if (k == "--pp")
+      o.parallel.pp = std::stoi(v);
+    else if (k == "--dp")
+      o.parallel.dp = std::stoi(v);
+    else if (k == "--zero")
+      o.parallel.zero = std::stoi(v);
+    else if (k == "--schedule")
+      o.parallel.schedule = pipeline::parse_schedule_kind(v);
+    else if (k == "--virtual-stages")
+      o.parallel.virtual_stages = std::stoi(v);
+    else if (k == "--lambda")
+      o.model.config.Lambda = std::stoi(v);
     else if (k == "--dtype") {  // f64: the same checks, 1e-10 bounds
-      o.dtype = parse_dtype(v);
-      o.dtype_explicit = true;
-      if (o.dtype == DType::F64) tolerance = 1e-10;
-    }
-    else if (k == "--summary") o.model.summary = parse_summary_mode(v);
-    else if (k == "--atm") o.model.atm = parse_atm_mode(v);
-    else if (k == "--arch") o.model.arch = parse_arch(v);  // wiola13m: wiola-tiny's shapes
-    else if (k == "--stage-layers") o.stage_layers = v;
-    else if (k == "--micro-batch") o.micro_batch = std::stoi(v);
+      o.device.dtype = parse_dtype(v);
+      o.device.dtype_explicit = true;
+      if (o.device.dtype == DType::F64) tolerance = 1e-10;
+    } else if (k == "--summary")
+      o.model.config.summary = parse_summary_mode(v);
+    else if (k == "--atm")
+      o.model.config.atm = parse_atm_mode(v);
+    else if (k == "--arch")
+      o.model.config.arch = parse_arch(v);  // wiola13m: wiola-tiny's shapes
+    else if (k == "--stage-layers")
+      o.parallel.stage_layers = v;
+    else if (k == "--micro-batch")
+      o.parallel.micro_batch = std::stoi(v);
     else if (k == "--device") {
-      o.device = v == "cuda" ? DeviceChoice::CUDA : DeviceChoice::CPU;
-      o.allow_shared_device = true;  // every rank on the one (emulated) device
-      o.dtype = DType::F32;
-      o.dtype_explicit = true;
-    }
-    else if (k == "--clip") o.clip = std::stod(v);
+      o.device.choice = v == "cuda" ? DeviceChoice::CUDA : DeviceChoice::CPU;
+      o.device.allow_shared = true;  // every rank on the one (emulated) device
+      o.device.dtype = DType::F32;
+      o.device.dtype_explicit = true;
+    } else if (k == "--clip")
+      o.optimizer.clip = std::stod(v);
     else if (k == "--out") out = v;
     else if (k == "--param-tolerance") param_tolerance = std::stod(v);
-    else if (k == "--adam-eps") o.adam.eps = std::stod(v);
+    else if (k == "--adam-eps")
+      o.optimizer.adam.eps = std::stod(v);
     else {
       std::cerr << "unknown argument " << k << "\n";
       return 2;
     }
   }
-  world.set_timeout(o.comm_timeout);
-  std::string tag = "pp" + std::to_string(o.pp) + "_dp" + std::to_string(o.dp) + "_z" +
-                          std::to_string(o.zero) + "_" +
-                          std::string(pipeline::schedule_kind_name(o.schedule)) + "_v" +
-                          std::to_string(o.virtual_stages) + "_L" + std::to_string(o.model.Lambda) +
-                          "_" + std::string(dtype_name(o.dtype)) + "_" +
-                          std::string(summary_mode_name(o.model.summary)) + "_" +
-                          std::string(atm_mode_name(o.model.atm)) +
-                          (o.model.main_family() ? "" : "_" + std::string(arch_name(o.model.arch)));
-  if (o.clip != 1.0) tag += "_clip" + std::to_string(o.clip);
-  o.export_weights = out + "/equiv_" + tag + ".h5";
+  world.set_timeout(o.parallel.comm_timeout);
+  std::string tag =
+      "pp" + std::to_string(o.parallel.pp) + "_dp" + std::to_string(o.parallel.dp) + "_z" +
+      std::to_string(o.parallel.zero) + "_" +
+      std::string(pipeline::schedule_kind_name(o.parallel.schedule)) + "_v" +
+      std::to_string(o.parallel.virtual_stages) + "_L" + std::to_string(o.model.config.Lambda) +
+      "_" + std::string(dtype_name(o.device.dtype)) + "_" +
+      std::string(summary_mode_name(o.model.config.summary)) + "_" +
+      std::string(atm_mode_name(o.model.config.atm)) +
+      (o.model.config.main_family() ? "" : "_" + std::string(arch_name(o.model.config.arch)));
+  if (o.optimizer.clip != 1.0) tag += "_clip" + std::to_string(o.optimizer.clip);
+  o.checkpoint.export_weights = out + "/equiv_" + tag + ".h5";
 
   std::ostringstream log_dist, log_ref;
   NormRecorder dist_norms, ref_norms;
@@ -119,13 +131,13 @@ int main(int argc, char** argv) {
   auto self = world.split(world.rank(), 0, "self");
   TrainSummary ref;
   TrainOptions r = o;
-  r.pp = r.dp = 1;
-  r.zero = 0;
-  r.stage_layers.clear();
-  r.schedule = pipeline::ScheduleKind::OneFOneB;
-  r.virtual_stages = 1;
-  r.device = DeviceChoice::CPU;
-  r.export_weights = out + "/equiv_" + tag + "_reference.h5";
+  r.parallel.pp = r.parallel.dp = 1;
+  r.parallel.zero = 0;
+  r.parallel.stage_layers.clear();
+  r.parallel.schedule = pipeline::ScheduleKind::OneFOneB;
+  r.parallel.virtual_stages = 1;
+  r.device.choice = DeviceChoice::CPU;
+  r.checkpoint.export_weights = out + "/equiv_" + tag + "_reference.h5";
   if (world.rank() == 0) ref = train(r, *self, mpi.host(), log_ref, &ref_norms);
 
   int status = 0;
@@ -140,16 +152,20 @@ int main(int argc, char** argv) {
     for (std::size_t s = 0; sizes_ok && s < ref.losses.size(); ++s) {
       const double d = std::abs(dist.losses[s] - ref.losses[s]) / std::abs(ref.losses[s]);
       const double dn = std::abs(dist_norms.norms[s] - ref_norms.norms[s]) / ref_norms.norms[s];
-      std::printf("step %zu: loss %.7f (pp %d dp %d) vs %.7f (one process), rel %.2e; "
-                  "grad-norm %.7f vs %.7f, rel %.2e\n",
-                  s + 1, dist.losses[s], o.pp, o.dp, ref.losses[s], d, dist_norms.norms[s],
-                  ref_norms.norms[s], dn);
+      std::printf(
+          "step %zu: loss %.7f (pp %d dp %d) vs %.7f (one process), rel %.2e; "
+          "grad-norm %.7f vs %.7f, rel %.2e\n",
+          s + 1, dist.losses[s], o.parallel.pp, o.parallel.dp, ref.losses[s], d,
+          dist_norms.norms[s], ref_norms.norms[s], dn);
       worst_loss = std::max(worst_loss, d);
       worst_norm = std::max(worst_norm, std::isfinite(dn) ? dn : 1.0);
-      if (o.clip > 0 && o.clip < 1.0 && !(ref_norms.norms[s] > o.clip)) clipped = false;
+      if (o.optimizer.clip > 0 && o.optimizer.clip < 1.0 &&
+          !(ref_norms.norms[s] > o.optimizer.clip))
+        clipped = false;
     }
-    if (!clipped) std::printf("FAIL: --clip %g did not fire at every step\n", o.clip);
-    const WeightsFile a = read_weights_file(o.export_weights), b = read_weights_file(r.export_weights);
+    if (!clipped) std::printf("FAIL: --clip %g did not fire at every step\n", o.optimizer.clip);
+    const WeightsFile a = read_weights_file(o.checkpoint.export_weights),
+                      b = read_weights_file(r.checkpoint.export_weights);
     for (std::size_t i = 0; i < b.arrays.size(); ++i) {
       const double d = rel_diff(a.arrays[i].data, b.arrays[i].data);
       if (d > worst_param) {
@@ -163,8 +179,8 @@ int main(int argc, char** argv) {
               worst_param <= (param_tolerance >= 0 ? param_tolerance : tolerance))
                  ? 0
                  : 1;
-    std::remove(o.export_weights.c_str());
-    std::remove(r.export_weights.c_str());
+    std::remove(o.checkpoint.export_weights.c_str());
+    std::remove(r.checkpoint.export_weights.c_str());
   }
   world.broadcast(&status, sizeof status, 0);
   self.reset();

@@ -25,24 +25,28 @@ int main(int argc, char** argv) {
   std::string out = ".";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--pp") o.pp = std::stoi(v);
-    else if (k == "--dp") o.dp = std::stoi(v);
-    else if (k == "--zero") o.zero = std::stoi(v);
+    if (k == "--pp")
+      o.parallel.pp = std::stoi(v);
+    else if (k == "--dp")
+      o.parallel.dp = std::stoi(v);
+    else if (k == "--zero")
+      o.parallel.zero = std::stoi(v);
     else if (k == "--to-pp") to_pp = std::stoi(v);
     else if (k == "--to-dp") to_dp = std::stoi(v);
     else if (k == "--to-zero") to_zero = std::stoi(v);
-    else if (k == "--arch") o.model.arch = parse_arch(v);
+    else if (k == "--arch")
+      o.model.config.arch = parse_arch(v);
     else if (k == "--out") out = v;
     else {
       std::cerr << "unknown argument " << k << "\n";
       return 2;
     }
   }
-  world.set_timeout(o.comm_timeout);
+  world.set_timeout(o.parallel.comm_timeout);
   std::ostringstream name;
-  name << "resume_pp" << o.pp << "dp" << o.dp << "z" << o.zero << "_to_pp" << to_pp << "dp" << to_dp
-       << "z" << to_zero;
-  if (!o.model.main_family()) name << "_" << arch_name(o.model.arch);
+  name << "resume_pp" << o.parallel.pp << "dp" << o.parallel.dp << "z" << o.parallel.zero
+       << "_to_pp" << to_pp << "dp" << to_dp << "z" << to_zero;
+  if (!o.model.config.main_family()) name << "_" << arch_name(o.model.config.arch);
   const std::string tag = name.str();
   const std::string base = out + "/" + tag;
   if (world.rank() == 0) {
@@ -53,26 +57,27 @@ int main(int argc, char** argv) {
 
   std::ostringstream quiet;
   TrainOptions straight = o;
-  straight.export_weights = base + "/straight.h5";
+  straight.checkpoint.export_weights = base + "/straight.h5";
   const TrainSummary a = train(straight, world, mpi.host(), quiet);
 
   TrainOptions first = o;
-  first.save_dir = base + "/ckpt";
-  first.exit_after_step = 3;
+  first.checkpoint.save_dir = base + "/ckpt";
+  first.checkpoint.exit_after_step = 3;
   train(first, world, mpi.host(), quiet);
 
   TrainOptions second = o;
-  second.save_dir = base + "/ckpt";
-  second.resume = ResumeFrom::parse("auto");
-  if (to_pp > 0) second.pp = to_pp;
-  if (to_dp > 0) second.dp = to_dp;
-  if (to_zero >= 0) second.zero = to_zero;
-  second.export_weights = base + "/resumed.h5";
+  second.checkpoint.save_dir = base + "/ckpt";
+  second.checkpoint.resume = ResumeFrom::parse("auto");
+  if (to_pp > 0) second.parallel.pp = to_pp;
+  if (to_dp > 0) second.parallel.dp = to_dp;
+  if (to_zero >= 0) second.parallel.zero = to_zero;
+  second.checkpoint.export_weights = base + "/resumed.h5";
   const TrainSummary b = train(second, world, mpi.host(), quiet);
 
   int status = 0;
   if (world.rank() == 0) {
-    const bool same = second.pp == o.pp && second.dp == o.dp && second.zero == o.zero;
+    const bool same = second.parallel.pp == o.parallel.pp && second.parallel.dp == o.parallel.dp &&
+                      second.parallel.zero == o.parallel.zero;
     const double tol = same ? 0.0 : 1e-6;
     double worst = 0;
     if (b.first_step != 4 || b.losses.size() != 3 || a.losses.size() != 6) {
@@ -86,8 +91,8 @@ int main(int argc, char** argv) {
         std::printf("step %d: straight %.9g resumed %.9g rel %.2e\n", 4 + s, x, y, d);
         worst = std::max(worst, d);
       }
-      const WeightsFile wa = read_weights_file(straight.export_weights);
-      const WeightsFile wb = read_weights_file(second.export_weights);
+      const WeightsFile wa = read_weights_file(straight.checkpoint.export_weights);
+      const WeightsFile wb = read_weights_file(second.checkpoint.export_weights);
       for (std::size_t i = 0; i < wa.arrays.size(); ++i) {
         double num = 0, den = 1e-300;
         for (std::size_t k = 0; k < wa.arrays[i].data.size(); ++k) {

@@ -21,11 +21,11 @@ namespace {
 const ProfileResult& mini_run() {
   static const ProfileResult res = [] {
     TrainOptions o;
-    o.model = preset("wiola-mini");
-    o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
-    o.micro_batch = 4;
-    o.global_batch = 16;
-    o.threads = 1;
+    o.model.config = preset("wiola-mini");
+    o.data.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+    o.parallel.micro_batch = 4;
+    o.parallel.global_batch = 16;
+    o.device.threads = 1;
     PeakFlops peak{1e12, "given"};
     return run_profile(o, 2, 4, g_profile_mpi->world(), g_profile_mpi->host(), peak, {});
   }();

@@ -258,9 +258,9 @@ TEST(SweepSchedules, ItemsAndPoints) {
   EXPECT_THROW(parse_sweep_schedule("zb-h1:2", 1), Error);
   EXPECT_THROW(parse_sweep_schedule("zb-h3", 1), Error);
   TrainOptions o;
-  o.model = preset("wiola-mini");
-  o.global_batch = 16;
-  o.micro_batch = 4;
+  o.model.config = preset("wiola-mini");
+  o.parallel.global_batch = 16;
+  o.parallel.micro_batch = 4;
   SweepSpec s;
   s.pp = {1, 2};
   s.schedule = {"1f1b", "interleaved:2", "zb-h1", "zb-h2"};

@@ -198,9 +198,9 @@ TEST(Projection, ExplicitPerLayerTimesAndErrors) {
 
 TEST(Sweep, PointsCoverDivisorsAndSkipWhatCannotRun) {
   TrainOptions o;
-  o.model = preset("wiola-mini");
-  o.global_batch = 16;
-  o.micro_batch = 4;
+  o.model.config = preset("wiola-mini");
+  o.parallel.global_batch = 16;
+  o.parallel.micro_batch = 4;
   SweepSpec s;
   s.pp = {1, 2, 3, 4};
   s.micro_batch = {2, 8};

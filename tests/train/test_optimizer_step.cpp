@@ -49,17 +49,17 @@ struct Saved {
 Saved one_step(double lr, double clip, const std::string& dir) {
   std::filesystem::remove_all(dir);
   TrainOptions o;
-  o.model = preset("wiola-tiny");
-  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
-  o.micro_batch = 2;
-  o.global_batch = 8;
-  o.steps = 2;
-  o.warmup_frac = 0.5;  // lr(1) = peak
-  o.exit_after_step = 1;
-  o.lr = lr;
-  o.clip = clip;
-  o.eval_interval = 0;
-  o.save_dir = dir;
+  o.model.config = preset("wiola-tiny");
+  o.data.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+  o.parallel.micro_batch = 2;
+  o.parallel.global_batch = 8;
+  o.optimizer.steps = 2;
+  o.optimizer.warmup_frac = 0.5;  // lr(1) = peak
+  o.checkpoint.exit_after_step = 1;
+  o.optimizer.lr = lr;
+  o.optimizer.clip = clip;
+  o.logging.eval_interval = 0;
+  o.checkpoint.save_dir = dir;
   NormRecorder norms;
   std::ostringstream log;
   train(o, g_mpi->world(), g_mpi->host(), log, &norms);
@@ -67,7 +67,7 @@ Saved one_step(double lr, double clip, const std::string& dir) {
   const CheckpointManifest m = read_manifest(ck);
   CheckpointReader reader(ck, m);
   const ModelConfig cfg = [&] {
-    ModelConfig c = o.model;
+    ModelConfig c = o.model.config;
     c.V = 2048;  // the embedded data's vocabulary
     return c;
   }();

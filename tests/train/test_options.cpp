@@ -26,12 +26,12 @@ TrainOptions parse(std::vector<std::string> args) {
 TEST(Options, PresetWithOverrides) {
   const TrainOptions o = parse({"--preset", "wiola-1.5b", "--layers", "4", "--atm", "off",
                                 "--summary", "sequence", "--tau", "0.5"});
-  EXPECT_EQ(o.model.d, 2048);
-  EXPECT_EQ(o.model.L, 4);
-  EXPECT_EQ(o.model.atm, AtmMode::Off);
-  EXPECT_EQ(o.model.summary, SummaryMode::Sequence);
-  EXPECT_DOUBLE_EQ(o.model.tau, 0.5);
-  EXPECT_FALSE(o.vocab_explicit);
+  EXPECT_EQ(o.model.config.d, 2048);
+  EXPECT_EQ(o.model.config.L, 4);
+  EXPECT_EQ(o.model.config.atm, AtmMode::Off);
+  EXPECT_EQ(o.model.config.summary, SummaryMode::Sequence);
+  EXPECT_DOUBLE_EQ(o.model.config.tau, 0.5);
+  EXPECT_FALSE(o.model.vocab_explicit);
 }
 
 TEST(Options, ConfigFileAndCommandLineWins) {
@@ -42,13 +42,13 @@ TEST(Options, ConfigFileAndCommandLineWins) {
          "pp = 2\ndp = 2\nzero = 1\nschedule = gpipe\nsteps = 7\n";
   }
   const TrainOptions o = parse({"--config", path, "--lr", "0.002", "--global-batch", "16"});
-  EXPECT_EQ(o.model.d, 128);
-  EXPECT_EQ(o.micro_batch, 2);
-  EXPECT_EQ(o.global_batch, 16);     // command line
-  EXPECT_DOUBLE_EQ(o.lr, 0.002);     // command line
-  EXPECT_EQ(o.pp, 2);
-  EXPECT_EQ(o.zero, 1);
-  EXPECT_EQ(o.schedule, pipeline::ScheduleKind::GPipe);
+  EXPECT_EQ(o.model.config.d, 128);
+  EXPECT_EQ(o.parallel.micro_batch, 2);
+  EXPECT_EQ(o.parallel.global_batch, 16);   // command line
+  EXPECT_DOUBLE_EQ(o.optimizer.lr, 0.002);  // command line
+  EXPECT_EQ(o.parallel.pp, 2);
+  EXPECT_EQ(o.parallel.zero, 1);
+  EXPECT_EQ(o.parallel.schedule, pipeline::ScheduleKind::GPipe);
   EXPECT_EQ(o.total_steps(), 7);
   std::remove(path.c_str());
 }
@@ -79,29 +79,30 @@ TEST(Options, RecordedConfigurationReadsBack) {
                                 "--norm-eps", "1e-5", "--summary", "sequence", "--atm", "paper",
                                 "--init-std", "0.03", "--steps", "5"});
   const TrainOptions back = options_from_ini(to_ini(o));
-  EXPECT_EQ(back.model.preset, "wiola-small");
-  EXPECT_EQ(model_differences(o.model, back.model, FieldSet::All), "");
-  EXPECT_EQ(model_differences(o.model, preset("wiola-small"), FieldSet::Shape),
-            "d 96 vs 128, L 3 vs 6, H 6 vs 4, Hkv 3 vs 2, dA 80 vs 128, dB 200 vs 512, V 300 vs 257");
-  EXPECT_TRUE(back.vocab_explicit);
+  EXPECT_EQ(back.model.config.preset, "wiola-small");
+  EXPECT_EQ(model_differences(o.model.config, back.model.config, FieldSet::All), "");
+  EXPECT_EQ(
+      model_differences(o.model.config, preset("wiola-small"), FieldSet::Shape),
+      "d 96 vs 128, L 3 vs 6, H 6 vs 4, Hkv 3 vs 2, dA 80 vs 128, dB 200 vs 512, V 300 vs 257");
+  EXPECT_TRUE(back.model.vocab_explicit);
   EXPECT_EQ(to_ini(back), to_ini(o));
 }
 
 TEST(Options, ArchitectureSwitchOnAPresetAndThroughTheRecordedConfiguration) {
   const TrainOptions o = parse({"--preset", "wiola-mini", "--arch", "wiola13m", "--dff", "200",
                                 "--alpha", "0.5", "--gate", "post"});
-  EXPECT_EQ(o.model.arch, Arch::Wiola13m);
-  EXPECT_EQ(o.model.d, 64);
-  EXPECT_EQ(o.model.dff, 200);
-  EXPECT_EQ(o.model.gate, GateSource::Post);
-  EXPECT_DOUBLE_EQ(o.model.alpha, 0.5);
+  EXPECT_EQ(o.model.config.arch, Arch::Wiola13m);
+  EXPECT_EQ(o.model.config.d, 64);
+  EXPECT_EQ(o.model.config.dff, 200);
+  EXPECT_EQ(o.model.config.gate, GateSource::Post);
+  EXPECT_DOUBLE_EQ(o.model.config.alpha, 0.5);
   const TrainOptions back = options_from_ini(to_ini(o));
-  EXPECT_EQ(back.model.arch, Arch::Wiola13m);
-  EXPECT_EQ(model_differences(o.model, back.model, FieldSet::All), "");
+  EXPECT_EQ(back.model.config.arch, Arch::Wiola13m);
+  EXPECT_EQ(model_differences(o.model.config, back.model.config, FieldSet::All), "");
   EXPECT_EQ(to_ini(back), to_ini(o));
   // The family's preset, and the main family by default.
-  EXPECT_EQ(parse({"--preset", "wiola-13m"}).model.arch, Arch::Wiola13m);
-  EXPECT_EQ(parse({}).model.arch, Arch::Wiola);
+  EXPECT_EQ(parse({"--preset", "wiola-13m"}).model.config.arch, Arch::Wiola13m);
+  EXPECT_EQ(parse({}).model.config.arch, Arch::Wiola);
   EXPECT_THROW(parse({"--arch", "wiola7"}), Error);
   EXPECT_THROW(parse({"--gate", "middle"}), Error);
 }
@@ -113,7 +114,7 @@ TEST(Options, ConfigFileDialect) {
     f << text;
   };
   write("; a comment\n# another\npreset = wiola-small\n");
-  EXPECT_EQ(parse({"--config", path}).model.d, 128);
+  EXPECT_EQ(parse({"--config", path}).model.config.d, 128);
   auto error = [&](const std::string& text) -> std::string {
     write(text);
     try {
@@ -137,8 +138,8 @@ TEST(Options, ConfigFileDialect) {
 TEST(Options, ChinchillaBudgetUsesTheExactCount) {
   TrainOptions o = parse({"--preset", "wiola-1.5b", "--train-tokens", "chinchilla",
                           "--global-batch", "512", "--micro-batch", "1"});
-  EXPECT_EQ(o.resolved_train_tokens(), 20 * param_count(o.model));
-  EXPECT_EQ(o.total_steps(), (20 * param_count(o.model) + 512 * 2048 - 1) / (512 * 2048));
+  EXPECT_EQ(o.resolved_train_tokens(), 20 * param_count(o.model.config));
+  EXPECT_EQ(o.total_steps(), (20 * param_count(o.model.config) + 512 * 2048 - 1) / (512 * 2048));
 }
 
 TEST(Options, CrossFieldErrorsNameTheFlags) {
@@ -174,7 +175,7 @@ TEST(Options, CrossFieldErrorsNameTheFlags) {
   EXPECT_EQ(error({"--steps", "1", "--pp", "2", "--schedule", "interleaved", "--virtual-stages",
                    "2", "--layers", "4"}),
             "");
-  EXPECT_EQ(parse({"--schedule", "zb-h2"}).schedule, pipeline::ScheduleKind::ZbH2);
+  EXPECT_EQ(parse({"--schedule", "zb-h2"}).parallel.schedule, pipeline::ScheduleKind::ZbH2);
 }
 
 // Every numeric option has a range; NaN and infinity are refused by name, and

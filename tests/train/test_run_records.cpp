@@ -39,14 +39,14 @@ struct Scratch {
 
 TrainOptions tiny(int steps) {
   TrainOptions o;
-  o.model = preset("wiola-tiny");
-  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
-  o.val_files = {WIOLA_EMBEDDED_VAL_FILE};
-  o.micro_batch = 4;
-  o.global_batch = 8;
-  o.steps = steps;
-  o.eval_batches = 2;
-  o.lr = 1e-3;
+  o.model.config = preset("wiola-tiny");
+  o.data.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+  o.data.val_files = {WIOLA_EMBEDDED_VAL_FILE};
+  o.parallel.micro_batch = 4;
+  o.parallel.global_batch = 8;
+  o.optimizer.steps = steps;
+  o.logging.eval_batches = 2;
+  o.optimizer.lr = 1e-3;
   return o;
 }
 
@@ -77,14 +77,14 @@ std::vector<json> of_type(const std::vector<json>& all, const std::string& type)
 TEST(Metrics, EveryLoggedStepValidationAndCheckpointInOrder) {
   Scratch s("wiola_metrics_records");
   TrainOptions o = tiny(6);
-  o.log_interval = 2;
-  o.eval_interval = 3;
-  o.save_dir = s.file("ckpt");
-  o.save_interval = 3;
-  o.metrics_file = s.file("sub/dir/metrics.jsonl");  // missing folders are created
+  o.logging.log_interval = 2;
+  o.logging.eval_interval = 3;
+  o.checkpoint.save_dir = s.file("ckpt");
+  o.checkpoint.save_interval = 3;
+  o.logging.metrics_file = s.file("sub/dir/metrics.jsonl");  // missing folders are created
   std::ostringstream log;
   const TrainSummary sum = train(o, g_mpi->world(), g_mpi->host(), log);
-  const std::vector<json> r = read_records(o.metrics_file);
+  const std::vector<json> r = read_records(o.logging.metrics_file);
   ASSERT_FALSE(r.empty());
 
   const json& c = r.front();
@@ -150,19 +150,19 @@ TEST(Metrics, EveryLoggedStepValidationAndCheckpointInOrder) {
 TEST(Metrics, AResumedRunAppendsToTheSameFile) {
   Scratch s("wiola_metrics_resume");
   TrainOptions o = tiny(6);
-  o.log_interval = 1;
-  o.eval_interval = 0;
-  o.save_dir = s.file("ckpt");
-  o.exit_after_step = 3;
-  o.metrics_file = s.file("metrics.jsonl");
+  o.logging.log_interval = 1;
+  o.logging.eval_interval = 0;
+  o.checkpoint.save_dir = s.file("ckpt");
+  o.checkpoint.exit_after_step = 3;
+  o.logging.metrics_file = s.file("metrics.jsonl");
   std::ostringstream log;
   train(o, g_mpi->world(), g_mpi->host(), log);
-  const std::size_t first_lines = read_records(o.metrics_file).size();
+  const std::size_t first_lines = read_records(o.logging.metrics_file).size();
 
-  o.exit_after_step = 0;
-  o.resume = ResumeFrom::parse("auto");
+  o.checkpoint.exit_after_step = 0;
+  o.checkpoint.resume = ResumeFrom::parse("auto");
   train(o, g_mpi->world(), g_mpi->host(), log);
-  const std::vector<json> r = read_records(o.metrics_file);
+  const std::vector<json> r = read_records(o.logging.metrics_file);
   ASSERT_GT(r.size(), first_lines);
   const std::vector<json> configs = of_type(r, "config");
   ASSERT_EQ(configs.size(), 2u);
@@ -178,7 +178,7 @@ TEST(Metrics, AResumedRunAppendsToTheSameFile) {
 TEST(Metrics, AnUnwritablePathIsRefusedBeforeTheFirstStep) {
   Scratch s("wiola_metrics_refused");
   TrainOptions o = tiny(2);
-  o.metrics_file = s.dir.string();  // a directory
+  o.logging.metrics_file = s.dir.string();  // a directory
   std::ostringstream log;
   EXPECT_THROW(train(o, g_mpi->world(), g_mpi->host(), log), Error);
   EXPECT_EQ(log.str().find("step "), std::string::npos) << log.str();
@@ -192,8 +192,8 @@ TEST(DryRun, ChecksPrintsThePlanAndTrainsNothing) {
   Scratch s("wiola_dry_run");
   TrainOptions o = tiny(5);
   o.dry_run = true;
-  o.save_dir = s.file("ckpt");
-  o.metrics_file = s.file("metrics.jsonl");
+  o.checkpoint.save_dir = s.file("ckpt");
+  o.logging.metrics_file = s.file("metrics.jsonl");
   std::ostringstream log;
   const TrainSummary sum = train(o, g_mpi->world(), g_mpi->host(), log);
   EXPECT_EQ(sum.steps, 0);
@@ -201,12 +201,12 @@ TEST(DryRun, ChecksPrintsThePlanAndTrainsNothing) {
   EXPECT_NE(log.str().find("memory estimate of stage 0"), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("data: training"), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("dry run:"), std::string::npos) << log.str();
-  EXPECT_FALSE(fs::exists(o.metrics_file));
-  EXPECT_FALSE(fs::exists(o.save_dir));
+  EXPECT_FALSE(fs::exists(o.logging.metrics_file));
+  EXPECT_FALSE(fs::exists(o.checkpoint.save_dir));
 
   TrainOptions bad = tiny(5);
   bad.dry_run = true;
-  bad.train_files = {s.file("missing.h5")};
+  bad.data.train_files = {s.file("missing.h5")};
   EXPECT_THROW(train(bad, g_mpi->world(), g_mpi->host(), log), Error);
 }
 
@@ -259,14 +259,14 @@ TEST(NumberText, DefaultsAndRecordedValuesAreShortAndExact) {
   EXPECT_EQ(help.str().find("0000000"), std::string::npos) << help.str();
 
   TrainOptions o = tiny(3);
-  o.model.a_s = 0.1;
+  o.model.config.a_s = 0.1;
   const std::string ini = to_ini(o);
   EXPECT_NE(ini.find("lr = 0.001\n"), std::string::npos) << ini;
   EXPECT_NE(ini.find("a-s = 0.1\n"), std::string::npos) << ini;
   EXPECT_NE(ini.find("adam-eps = 1e-8\n"), std::string::npos) << ini;
   EXPECT_EQ(ini.find("0000000"), std::string::npos) << ini;
-  EXPECT_EQ(options_from_ini(ini).lr, o.lr);
-  EXPECT_EQ(options_from_ini(ini).model.a_s, o.model.a_s);
+  EXPECT_EQ(options_from_ini(ini).optimizer.lr, o.optimizer.lr);
+  EXPECT_EQ(options_from_ini(ini).model.config.a_s, o.model.config.a_s);
 
   std::ostringstream version;
   const char* vargv[] = {"wiola-train", "--version"};

@@ -32,16 +32,16 @@ double unigram_entropy(const std::string& path) {
 TEST(Training, ValidationLossFallsWellBelowTheUnigramEntropy) {
   const double h = unigram_entropy(WIOLA_EMBEDDED_TRAIN_FILE);
   TrainOptions o;
-  o.model = preset("wiola-mini");
-  o.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
-  o.val_files = {WIOLA_EMBEDDED_VAL_FILE};
-  o.micro_batch = 8;
-  o.global_batch = 16;
-  o.steps = 250;
-  o.lr = 3e-3;
-  o.eval_interval = 0;
-  o.eval_batches = 16;
-  o.log_interval = 50;
+  o.model.config = preset("wiola-mini");
+  o.data.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+  o.data.val_files = {WIOLA_EMBEDDED_VAL_FILE};
+  o.parallel.micro_batch = 8;
+  o.parallel.global_batch = 16;
+  o.optimizer.steps = 250;
+  o.optimizer.lr = 3e-3;
+  o.logging.eval_interval = 0;
+  o.logging.eval_batches = 16;
+  o.logging.log_interval = 50;
   std::ostringstream log;
   const TrainSummary s = train(o, g_mpi->world(), g_mpi->host(), log);
   std::printf("%s", log.str().c_str());

@@ -78,13 +78,13 @@ double blas_sgemm_gflops(int rows, int out, int in) {
 
 TrainOptions base_options(const ModelConfig& model, int micro_batch, int steps) {
   TrainOptions o;
-  o.model = model;
-  o.train_files = {default_train_file()};
-  o.micro_batch = micro_batch;
-  o.steps = steps;
-  o.eval_interval = 0;
-  o.log_interval = 1000000;
-  o.lr = 1e-3;
+  o.model.config = model;
+  o.data.train_files = {default_train_file()};
+  o.parallel.micro_batch = micro_batch;
+  o.optimizer.steps = steps;
+  o.logging.eval_interval = 0;
+  o.logging.log_interval = 1000000;
+  o.optimizer.lr = 1e-3;
   return o;
 }
 
@@ -121,16 +121,16 @@ int bench_model(int argc, const char* const* argv, comm::Communicator& world,
   ModelConfig model = preset(preset_name);
   apply_model_options(vm, model);
   TrainOptions o = base_options(model, micro_batch, steps);
-  o.vocab_explicit = vm.count("vocab") != 0;
-  o.global_batch = micro_batch;
-  o.threads = threads;
-  if (!o.vocab_explicit) {  // the trainer adopts the dataset's vocabulary: so does the split
-    const DataConfig data{o.train_files, {}, {}, 0.0, 0};
-    o.model.V = TokenDataset(train_spec(data), o.model.T).vocab_size();
+  o.model.vocab_explicit = vm.count("vocab") != 0;
+  o.parallel.global_batch = micro_batch;
+  o.device.threads = threads;
+  if (!o.model.vocab_explicit) {  // the trainer adopts the dataset's vocabulary: so does the split
+    const DataConfig data{o.data.train_files, {}, {}, 0.0, 0};
+    o.model.config.V = TokenDataset(train_spec(data), o.model.config.T).vocab_size();
   }
   std::ostringstream log;
   const TrainSummary s = train(o, world, host, log);
-  const ModelConfig& c = o.model;
+  const ModelConfig& c = o.model.config;
   const double model_gflops = s.tokens_per_second * training_flops_per_token(c) / 1e9;
   const int rows = micro_batch * c.T;
   const double gemm_model = gemm_gflops(rows, c.dB, c.d);  // the model's largest GEMM shape
@@ -166,7 +166,7 @@ int bench_losses(int argc, const char* const* argv, comm::MpiCommunicator& world
   std::ostringstream quiet;
   const std::optional<TrainOptions> o = parse_train_options(argc, argv, quiet);
   if (!o) return 0;
-  world.set_timeout(o->comm_timeout);
+  world.set_timeout(o->parallel.comm_timeout);
   const TrainSummary s = train(*o, world, host, quiet);
   if (world.rank() == 0)
     for (std::size_t i = 0; i < s.losses.size(); ++i)

@@ -136,16 +136,16 @@ Setup prepare(const Options& o, comm::Communicator& world) {
       require(s.tokenizer->hash() == hash, "--tokenizer ", o.tokenizer, " is not the tokenizer of ",
               o.data.front());
     // The data must be tokenised as the run's training data was.
-    if (s.source.run && !s.source.run->train_files.empty()) {
+    if (s.source.run && !s.source.run->data.train_files.empty()) {
       std::string run_hash;
       try {
-        run_hash = token_file_tokenizer(s.source.run->train_files.front())->hash();
+        run_hash = token_file_tokenizer(s.source.run->data.train_files.front())->hash();
       } catch (const Error&) {
         // The run's data is not here: nothing to compare with.
       }
       require(run_hash.empty() || run_hash == hash, o.data.front(), " is tokenised with ",
               "another tokenizer (hash ", hash, ") than the model's training data ",
-              s.source.run->train_files.front(), " (hash ", run_hash, ")");
+              s.source.run->data.train_files.front(), " (hash ", run_hash, ")");
     }
   }
   require(s.windows->vocab_size() <= cfg.V, "the data's vocabulary (", s.windows->vocab_size(),

@@ -54,9 +54,9 @@ int run_projection(const ToolOptions& t, bool rank0) {
 
 // The run's largest boundary message, for the link probe (at least 64 KiB).
 std::size_t probe_bytes(const TrainOptions& o) {
-  const BoundaryShape s = boundary_shape(o.micro_batch, o.model.T, o.model.d, o.dtype,
-                                         max_boundary_carry(o.model), o.model.summary,
-                                         o.model.arch);
+  const BoundaryShape s = boundary_shape(o.parallel.micro_batch, o.model.config.T, o.model.config.d,
+                                         o.device.dtype, max_boundary_carry(o.model.config),
+                                         o.model.config.summary, o.model.config.arch);
   return std::max<std::size_t>(s.payload_bytes(), 64 * 1024);
 }
 
@@ -70,8 +70,8 @@ int run(const ToolOptions& t, comm::MpiCommunicator& world, const std::string& h
   } catch (const Error& e) {
     throw CollectiveError(e.what());
   }
-  world.set_timeout(opts->comm_timeout);
-  set_cpu_threads(opts->threads);
+  world.set_timeout(opts->parallel.comm_timeout);
+  set_cpu_threads(opts->device.threads);
 
   // The peak: every rank at once, so ranks sharing cores share them here too.
   world.barrier();
@@ -110,12 +110,12 @@ int run(const ToolOptions& t, comm::MpiCommunicator& world, const std::string& h
   if (t.verbose) std::cout << res.train_log << "\n";
   double budget = 0;
   std::string budget_name;
-  if (opts->train_tokens.kind != TokenBudget::Kind::Unset) {
+  if (opts->optimizer.train_tokens.kind != TokenBudget::Kind::Unset) {
     TrainOptions b = *opts;
-    b.model = res.layout.model;  // the vocabulary train() used
-    b.steps = 0;
+    b.model.config = res.layout.model;  // the vocabulary train() used
+    b.optimizer.steps = 0;
     budget = double(b.resolved_train_tokens());
-    budget_name = "--train-tokens " + opts->train_tokens.text();
+    budget_name = "--train-tokens " + opts->optimizer.train_tokens.text();
   }
   std::cout << format_profile(res, budget, budget_name);
   if (!t.out_dir.empty())

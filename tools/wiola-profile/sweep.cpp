@@ -47,14 +47,15 @@ std::vector<SweepPoint> sweep_points(const TrainOptions& base, const SweepSpec& 
   std::vector<int> pps = spec.pp;
   if (pps.empty())
     for (int p = 1; p <= world; ++p)
-      if (world % p == 0 && p <= base.model.L) pps.push_back(p);
-  const std::vector<int> mbs = spec.micro_batch.empty() ? std::vector<int>{base.micro_batch}
-                                                        : spec.micro_batch;
-  const std::vector<int> zeros = spec.zero.empty() ? std::vector<int>{base.zero} : spec.zero;
+      if (world % p == 0 && p <= base.model.config.L) pps.push_back(p);
+  const std::vector<int> mbs =
+      spec.micro_batch.empty() ? std::vector<int>{base.parallel.micro_batch} : spec.micro_batch;
+  const std::vector<int> zeros =
+      spec.zero.empty() ? std::vector<int>{base.parallel.zero} : spec.zero;
   const std::vector<std::string> scheds =
-      spec.schedule.empty()
-          ? std::vector<std::string>{std::string(pipeline::schedule_kind_name(base.schedule))}
-          : spec.schedule;
+      spec.schedule.empty() ? std::vector<std::string>{std::string(
+                                  pipeline::schedule_kind_name(base.parallel.schedule))}
+                            : spec.schedule;
   const std::vector<int> counts = spec.microbatches.empty() ? std::vector<int>{0} : spec.microbatches;
   std::vector<SweepPoint> out;
   for (int pp : pps) {
@@ -67,21 +68,21 @@ std::vector<SweepPoint> sweep_points(const TrainOptions& base, const SweepSpec& 
     for (int mb : mbs)
       for (int m : counts) {
         // 0 stands for "keep the global batch".
-        const int global = m > 0 ? m * mb * dp : base.global_batch;
-        if (m == 0 && (mb < 1 || base.global_batch % (mb * dp) != 0)) {
+        const int global = m > 0 ? m * mb * dp : base.parallel.global_batch;
+        if (m == 0 && (mb < 1 || base.parallel.global_batch % (mb * dp) != 0)) {
           skipped.push_back("pp " + std::to_string(pp) + " mb " + std::to_string(mb) +
-                            ": --global-batch " + std::to_string(base.global_batch) +
+                            ": --global-batch " + std::to_string(base.parallel.global_batch) +
                             " is not a multiple of dp x micro-batch = " + std::to_string(dp * mb));
           continue;
         }
         for (int z : zeros)
           for (const std::string& sc : scheds) {
-            const auto [kind, chunks] = parse_sweep_schedule(sc, base.virtual_stages);
+            const auto [kind, chunks] = parse_sweep_schedule(sc, base.parallel.virtual_stages);
             const int m_count = global / (mb * dp);
-            if (pp * chunks > base.model.L) {
+            if (pp * chunks > base.model.config.L) {
               skipped.push_back("pp " + std::to_string(pp) + " " + sc + ": " +
                                 std::to_string(pp * chunks) + " virtual stages for " +
-                                std::to_string(base.model.L) + " layers");
+                                std::to_string(base.model.config.L) + " layers");
               continue;
             }
             try {
@@ -117,18 +118,18 @@ std::vector<SweepRow> run_sweep(const TrainOptions& base, const std::vector<Swee
   for (const SweepPoint& p : points) {
     ++index;
     TrainOptions o = base;
-    o.pp = p.pp;
-    o.dp = p.dp;
-    o.micro_batch = p.micro_batch;
-    o.global_batch = p.global_batch;
-    o.zero = p.zero;
-    o.schedule = parse_sweep_schedule(p.schedule, p.virtual_stages).first;
-    o.virtual_stages = p.virtual_stages;
+    o.parallel.pp = p.pp;
+    o.parallel.dp = p.dp;
+    o.parallel.micro_batch = p.micro_batch;
+    o.parallel.global_batch = p.global_batch;
+    o.parallel.zero = p.zero;
+    o.parallel.schedule = parse_sweep_schedule(p.schedule, p.virtual_stages).first;
+    o.parallel.virtual_stages = p.virtual_stages;
     // An explicit split only fits the pipeline depth it was written for.
-    if (!o.stage_layers.empty() &&
-        std::count(o.stage_layers.begin(), o.stage_layers.end(), ',') + 1 !=
+    if (!o.parallel.stage_layers.empty() &&
+        std::count(o.parallel.stage_layers.begin(), o.parallel.stage_layers.end(), ',') + 1 !=
             p.pp * p.virtual_stages)
-      o.stage_layers.clear();
+      o.parallel.stage_layers.clear();
     SweepRow row;
     row.point = p;
     try {

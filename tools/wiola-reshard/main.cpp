@@ -77,7 +77,7 @@ int cmd_verify(const std::string& named) {
   const std::string& dir = s.dir;
   CheckpointReader r(dir, s.manifest);
   std::size_t tensors = 0;
-  for (const ParamSpec& p : all_tensors(s.options.model)) {
+  for (const ParamSpec& p : all_tensors(s.options.model.config)) {
     read_tensor(r, p, StateKind::Param);  // coverage and shapes
     ++tensors;
   }
@@ -93,7 +93,7 @@ int cmd_convert(const std::string& named, const std::string& out, int pp, int dp
                 const std::string& stage_layers) {
   const Source s = open_checkpoint(named);
   const std::string& dir = s.dir;
-  const ModelConfig& cfg = s.options.model;
+  const ModelConfig& cfg = s.options.model.config;
   require(pp >= 1 && dp >= 1, "--pp and --dp must be >= 1");
   require(zero >= 0 && zero <= 2, "--zero must be 0, 1 or 2");
   const std::vector<StageSpec> specs =
@@ -118,7 +118,8 @@ int cmd_convert(const std::string& named, const std::string& out, int pp, int dp
         owners[sl.param->name].push_back(
             {st * dp + r, sl.lo - sl.param->offset, sl.hi - sl.param->offset});
   }
-  const DType dtype = wide_dtype(s.options.dtype);  // checkpoints hold the fp32 master of bf16 runs
+  const DType dtype =
+      wide_dtype(s.options.device.dtype);  // checkpoints hold the fp32 master of bf16 runs
   std::map<int, std::unique_ptr<CheckpointFileWriter>> writers;
   CheckpointReader reader(dir, s.manifest);
   const bool moments = s.manifest.has_optimizer_state;
@@ -155,10 +156,10 @@ int cmd_convert(const std::string& named, const std::string& out, int pp, int dp
                std::to_string(zero) + " (resharded from " + s.manifest.layout + ")";
   // The recorded configuration describes the new layout.
   TrainOptions o = s.options;
-  o.pp = pp;
-  o.dp = dp;
-  o.zero = zero;
-  o.stage_layers = stage_layers;
+  o.parallel.pp = pp;
+  o.parallel.dp = dp;
+  o.parallel.zero = zero;
+  o.parallel.stage_layers = stage_layers;
   man.config = to_ini(o);
   write_text_file_atomic((partial / kManifestName).string(), man.to_text());
   sync_directory(partial.string());
@@ -209,11 +210,11 @@ std::optional<BpeTokenizer> export_tokenizer(const std::string& given, const Sou
                                              std::string& why) {
   std::string path = given;
   if (path.empty()) {
-    if (s.options.train_files.empty()) {
+    if (s.options.data.train_files.empty()) {
       why = "the checkpoint records no training data";
       return std::nullopt;
     }
-    path = s.options.train_files.front();
+    path = s.options.data.train_files.front();
   }
   if (!fs::is_regular_file(path)) {
     require(given.empty(), "--tokenizer ", given, ": no such file");
@@ -242,7 +243,7 @@ int cmd_export(const std::string& named, const std::string& out, const std::stri
   const DType dtype = dtype_text == "bf16" ? DType::BF16 : DType::F32;
   const Source s = open_checkpoint(named);
   const std::string& dir = s.dir;
-  const ModelConfig& cfg = s.options.model;
+  const ModelConfig& cfg = s.options.model.config;
   const fs::path hf = hf_files_dir();  // before anything is written
   std::string why;
   const std::optional<BpeTokenizer> tok = export_tokenizer(tokenizer, s, why);
@@ -321,7 +322,7 @@ std::map<std::string, std::vector<double>> load_any(const std::string& path, boo
     case NamedCheckpoint::Kind::Checkpoint: {
       const Source s = open_checkpoint(named.path);
       CheckpointReader r(s.dir, s.manifest);
-      for (const ParamSpec& p : all_tensors(s.options.model)) {
+      for (const ParamSpec& p : all_tensors(s.options.model.config)) {
         out[p.name + " param"] = read_tensor(r, p, StateKind::Param);
         if (s.manifest.has_optimizer_state) {
           out[p.name + " exp_avg"] = read_tensor(r, p, StateKind::ExpAvg);

@@ -30,10 +30,10 @@ int main(int argc, char** argv) {
     }
     if (!opts) return 0;
     if (opts->print_params) {
-      if (rank0) std::cout << wiola::describe_param_counts(opts->model);
+      if (rank0) std::cout << wiola::describe_param_counts(opts->model.config);
       return 0;
     }
-    world.set_timeout(opts->comm_timeout);
+    world.set_timeout(opts->parallel.comm_timeout);
     // A rank that dies (SIGKILL, the OOM killer) ends the others at once,
     // named, under srun as under mpirun.
     mpi.watch_local_peers();
