@@ -39,11 +39,15 @@
 #include "train/backend_staging.hpp"
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
+#include "train/checkpoint_schedule.hpp"
 #include "train/data_summary.hpp"
 #include "train/device_choice.hpp"
 #include "train/device_plan.hpp"
 #include "train/evaluation.hpp"
+#include "train/log_window.hpp"
 #include "train/memory_plan.hpp"
+#include "train/nonfinite_steps.hpp"
+#include "train/run_times.hpp"
 #include "train/sample_text.hpp"
 #include "train/metrics_log.hpp"
 #include "train/stop_signal.hpp"
@@ -178,17 +182,11 @@ class Trainer {
   StageExecutor::Result last_run_;  // the latest step's, for observers
 
   TrainSummary summary_;
-  TimeSplit times_;  // over steps after the first
-  TimeSplit first_times_;  // the first step's, reported when it is the only one
-  std::int64_t steady_steps_ = 0;
-  Clock::time_point t_start_, t_steady_, t_window_, t_saved_;
-  // The printed loss is the mean over the steps since the last multiple of
-  // --log-interval, counted in absolute steps: a resumed run takes the part
-  // of the window its checkpoint saved, so it prints what an uninterrupted
-  // run prints. The throughput window (tokens, t_window_) is this process's.
-  LossWindow loss_window_;
-  double window_tokens_ = 0;
-  int skipped_in_a_row_ = 0;
+  RunTimes times_;
+  // The parts of the loop, each from its options.
+  LogWindow log_window_;
+  NonfiniteSteps nonfinite_;
+  CheckpointSchedule checkpoints_;
 };
 
 // Everything that can be refused is checked before any work, and all ranks
@@ -357,8 +355,15 @@ void Trainer::report_memory() {
 
 Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const std::string& host,
                  std::ostream& log, TrainObserver* observer)
-    : opts_(options), world_(world), host_(host), log_(log), observer_(observer),
-      rank0_(world.rank() == 0) {
+    : opts_(options),
+      world_(world),
+      host_(host),
+      log_(log),
+      observer_(observer),
+      rank0_(world.rank() == 0),
+      log_window_(opts_.logging.log_interval),
+      nonfinite_(opts_.optimizer.max_nonfinite_steps),
+      checkpoints_(opts_.checkpoint) {
   resolve_configuration();
   const ModelConfig& cfg = opts_.model.config;
   microbatches_ = opts_.parallel.micro_batches_per_rank();
@@ -487,7 +492,7 @@ void Trainer::restore() {
   const CheckpointInfo info = load_checkpoint(ckpt, *dir);
   start_step_ = info.step + 1;
   sample_base_ = info.consumed_samples;
-  loss_window_ = info.loss_window;
+  log_window_.restore(info.loss_window);
   summary_.last_checkpoint = *dir;
   say("resume: " + *dir + " at step " + std::to_string(info.step) + " (" +
       std::to_string(info.consumed_samples) + " samples consumed, written by " +
@@ -624,35 +629,31 @@ EvalTotals Trainer::evaluate() {
 }
 
 void Trainer::log_step(std::int64_t step, const StepRecord& r) {
+  const bool stop = nonfinite_.record(r.skipped);
   if (r.skipped) {
-    ++skipped_in_a_row_;
+    const int in_a_row = nonfinite_.in_a_row();
     char buf[200];
     std::snprintf(buf, sizeof buf,
                   "step %lld: loss %g, gradient norm %g: not finite; update skipped (%d of at "
                   "most %d in a row)\n",
-                  static_cast<long long>(step), r.loss, r.grad_norm, skipped_in_a_row_,
-                  opts_.optimizer.max_nonfinite_steps);
+                  static_cast<long long>(step), r.loss, r.grad_norm, in_a_row, nonfinite_.limit());
     say(buf);
-    if (skipped_in_a_row_ >= opts_.optimizer.max_nonfinite_steps)
-      stop_nonfinite("steps " + std::to_string(step - skipped_in_a_row_ + 1) + ".." +
+    if (stop)
+      stop_nonfinite("steps " + std::to_string(step - in_a_row + 1) + ".." +
                      std::to_string(step) + ": the loss or gradient norm was not finite " +
-                     std::to_string(skipped_in_a_row_) + " steps in a row (--max-nonfinite-steps " +
-                     std::to_string(opts_.optimizer.max_nonfinite_steps) + ")");
-  } else {
-    skipped_in_a_row_ = 0;
+                     std::to_string(in_a_row) + " steps in a row (--max-nonfinite-steps " +
+                     std::to_string(nonfinite_.limit()) + ")");
   }
   summary_.losses.push_back(r.loss);
   if (step == start_step_) summary_.first_loss = r.loss;
   summary_.last_loss = r.loss;
   summary_.steps = step;
-  loss_window_.sum += r.loss;
-  ++loss_window_.steps;
-  window_tokens_ += double(opts_.parallel.global_batch) * opts_.model.config.T;
-  const bool boundary = step % opts_.logging.log_interval == 0;
+  log_window_.add(r.loss, double(opts_.parallel.global_batch) * opts_.model.config.T);
+  const bool boundary = log_window_.boundary(step);
   if (!boundary && step != total_steps_ && step != start_step_) return;
   const auto now = Clock::now();
-  const double dt = seconds_between(t_window_, now), elapsed = seconds_between(t_start_, now);
-  const double tps = window_tokens_ / std::max(dt, 1e-9);
+  const double elapsed = times_.elapsed(now);
+  const double tps = log_window_.tokens_per_second(now);
   const double eta = elapsed / double(step - start_step_ + 1) * double(total_steps_ - step);
   const double flops = tps * training_flops_per_token(opts_.model.config);
   char buf[320];
@@ -660,34 +661,25 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
                 "step %6lld/%lld | tokens %s | loss %.6f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
                 "GFLOP/s %6.2f | elapsed %s | eta %s\n",
                 static_cast<long long>(step), static_cast<long long>(total_steps_),
-                si_count(double(tokens_seen(step))).c_str(), loss_window_.mean(),
+                si_count(double(tokens_seen(step))).c_str(), log_window_.losses().mean(),
                 lr_.at(step), r.grad_norm, tps, flops / 1e9, duration_text(elapsed).c_str(),
                 duration_text(eta).c_str());
   say(buf);
-  metrics_.step({step, tokens_seen(step), loss_window_.mean(), r.loss, lr_.at(step),
-                 r.grad_norm, tps, flops, elapsed, int(loss_window_.steps), r.skipped});
-  t_window_ = Clock::now();
-  window_tokens_ = 0;
-  if (boundary) loss_window_ = {};
+  metrics_.step({step, tokens_seen(step), log_window_.losses().mean(), r.loss, lr_.at(step),
+                 r.grad_norm, tps, flops, elapsed, int(log_window_.losses().steps), r.skipped});
+  log_window_.printed(boundary);
 }
 
 // Checkpoint and stop decisions, agreed by all ranks in one all-reduce: a
 // stop signal on any rank, or the time-based interval on any clock. Returns
 // true when the run stops after this step.
 bool Trainer::checkpoint_and_stop(std::int64_t step) {
-  const bool time_due =
-      opts_.checkpoint.save_minutes > 0 &&
-      seconds_between(t_saved_, Clock::now()) >= 60.0 * opts_.checkpoint.save_minutes;
-  int flags[2] = {stop_signal(), time_due ? 1 : 0};
+  int flags[2] = {stop_signal(), checkpoints_.time_due() ? 1 : 0};
   world_.allreduce(flags, 2, DType::I32, comm::ReduceOp::Max);
   const bool stop = flags[0] != 0;
-  const bool exit_now =
-      opts_.checkpoint.exit_after_step > 0 && step == opts_.checkpoint.exit_after_step;
-  const bool save_now =
-      !opts_.checkpoint.save_dir.empty() &&
-      (stop || exit_now || flags[1] || step == total_steps_ ||
-       (opts_.checkpoint.save_interval > 0 && step % opts_.checkpoint.save_interval == 0));
-  if (save_now && skipped_in_a_row_ > 0) {
+  const bool exit_now = checkpoints_.exit_after(step);
+  const bool save_now = checkpoints_.save_after(step, stop, flags[1] != 0, total_steps_);
+  if (save_now && nonfinite_.in_a_row() > 0) {
     say("checkpoint of step " + std::to_string(step) +
         " not written: its loss or gradient norm is not finite (the last good checkpoint "
         "stays" + (summary_.last_checkpoint.empty() ? "" : ": " + summary_.last_checkpoint) +
@@ -699,18 +691,19 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
     CheckpointInfo saved;
     saved.step = step;
     saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.parallel.global_batch;
-    saved.loss_window = loss_window_;
+    saved.loss_window = log_window_.losses();
     saved.config = to_ini(opts_);
     optimizer_->finish_gathers();  // no collective may still write what the checkpoint reads
     const CheckpointContext ckpt{*model_, *optimizer_,         grid_,
                                  world_,  opts_.parallel.zero, observer_};
     summary_.last_checkpoint =
         save_checkpoint(ckpt, opts_.checkpoint.save_dir, saved, opts_.checkpoint.keep);
-    t_saved_ = Clock::now();
+    checkpoints_.restart_clock();
+    const auto t_saved = Clock::now();
     say("checkpoint: " + summary_.last_checkpoint + "\n");
     if (metrics_.enabled())
       metrics_.checkpoint(step, tokens_seen(step), summary_.last_checkpoint,
-                          seconds_between(t_save, t_saved_),
+                          seconds_between(t_save, t_saved),
                           directory_bytes(summary_.last_checkpoint));
   }
   if (stop) {
@@ -736,16 +729,12 @@ TrainSummary Trainer::run() {
     return summary_;
   }
   const bool can_eval = val_data_.has_value();
-  t_start_ = t_steady_ = t_window_ = t_saved_ = Clock::now();
+  times_.start();
+  log_window_.start_clock();
+  checkpoints_.restart_clock();
   for (std::int64_t step = start_step_; step <= total_steps_; ++step) {
     const StepRecord r = train_step(step);
-    if (step == start_step_) {
-      t_steady_ = Clock::now();
-      first_times_ = r.times;
-    } else {
-      times_ += r.times;
-      ++steady_steps_;
-    }
+    times_.add(step == start_step_, r.times);
     if (observer_) observer_->on_step(r);
     log_step(step, r);
     if (step == start_step_) report_memory();
@@ -768,17 +757,12 @@ TrainSummary Trainer::run() {
   summary_.completed = summary_.steps == total_steps_;
   // Ending (at the last step or --exit-after-step) on bad steps is a failure;
   // a stop signal keeps its exit status (the last good checkpoint resumes).
-  if (skipped_in_a_row_ > 0 && summary_.stop_signal == 0)
-    stop_nonfinite("the run ended with " + std::to_string(skipped_in_a_row_) +
+  if (nonfinite_.in_a_row() > 0 && summary_.stop_signal == 0)
+    stop_nonfinite("the run ended with " + std::to_string(nonfinite_.in_a_row()) +
                    " steps in a row whose loss or gradient norm was not finite");
-  // Over the steps after the first (which warms caches and allocators up); a
-  // run of one step has only that one to report.
-  if (steady_steps_ > 0)
-    summary_.tokens_per_second = double(steady_steps_) * opts_.parallel.global_batch *
-                                 opts_.model.config.T / seconds_between(t_steady_, Clock::now());
-  else if (summary_.steps >= start_step_)
-    summary_.tokens_per_second = double(opts_.parallel.global_batch) * opts_.model.config.T /
-                                 seconds_between(t_start_, t_steady_);
+  if (summary_.steps >= start_step_)
+    summary_.tokens_per_second =
+        times_.tokens_per_second(double(opts_.parallel.global_batch) * opts_.model.config.T);
   report_times();
   if (!opts_.checkpoint.export_weights.empty() && summary_.completed) {
     if (!params_finite()) stop_nonfinite("the final parameters are not finite");
@@ -817,7 +801,7 @@ void Trainer::stop_nonfinite(const std::string& what) const {
 // aligned over every rank's sums (align_drains); bubble as wiola-profile's.
 void Trainer::report_times() {
   if (summary_.steps < start_step_) return;  // no step ran (every rank knows)
-  const TimeSplit& t = steady_steps_ > 0 ? times_ : first_times_;
+  const TimeSplit& t = times_.split();
   const std::vector<double> mine{t.compute, t.wait,      t.drain, t.comm,
                                  t.reduce,  t.optimizer, t.other, t.step};
   const std::size_t n = mine.size();
@@ -837,7 +821,7 @@ void Trainer::report_times() {
   }
   if (!rank0_) return;
   std::ostringstream os;
-  if (steady_steps_ > 0)
+  if (times_.steady_steps() > 0)
     os << "per-stage time over steps " << start_step_ + 1 << ".." << summary_.steps;
   else
     os << "per-stage time of step " << summary_.steps << ", the only one (warm-up included)";
