@@ -41,7 +41,7 @@ void Backend::fill(const Tensor& t, double value) {
     c.require(std::trunc(value) == value && value >= std::numeric_limits<std::int32_t>::min() &&
                   value <= std::numeric_limits<std::int32_t>::max(),
               value, " is not an i32 value");
-  ObservedOp::run(*this, Op::fill, [&] { do_fill(t, value); });
+  c.run([&] { do_fill(t, value); });
 }
 
 void Backend::copy(const Tensor& src, const Tensor& dst) {
@@ -51,7 +51,7 @@ void Backend::copy(const Tensor& src, const Tensor& dst) {
   c.require(src.dtype() == dst.dtype(), "src is ", dtype_name(src.dtype()), " but dst is ",
             dtype_name(dst.dtype()), " (use convert)");
   c.shape("dst", dst, src.rows(), src.cols());
-  ObservedOp::run(*this, Op::copy, [&] { do_copy(src, dst); });
+  c.run([&] { do_copy(src, dst); });
 }
 
 void Backend::convert(const Tensor& src, const Tensor& dst) {
@@ -61,7 +61,7 @@ void Backend::convert(const Tensor& src, const Tensor& dst) {
   c.shape("dst", dst, src.rows(), src.cols());
   c.require((src.dtype() == DType::I32) == (dst.dtype() == DType::I32), dtype_name(src.dtype()),
             " to ", dtype_name(dst.dtype()), " (only floating types convert into each other)");
-  ObservedOp::run(*this, Op::convert, [&] { do_convert(src, dst); });
+  c.run([&] { do_convert(src, dst); });
 }
 
 void Backend::to_host(const Tensor& src, void* dst) {
@@ -69,14 +69,14 @@ void Backend::to_host(const Tensor& src, void* dst) {
   c.tensor("src", src);
   c.require(src.contiguous(), "src ", dims(src), " is a strided view (ld ", src.ld(),
             "); copy it to a contiguous tensor first");
-  ObservedOp::run(*this, Op::to_host, [&] { do_to_host(src, dst); });
+  c.run([&] { do_to_host(src, dst); });
 }
 
 void Backend::from_host(const void* src, const Tensor& dst) {
   OpChecks c(*this, Op::from_host);
   c.tensor("dst", dst);
   c.require(dst.contiguous(), "dst ", dims(dst), " is a strided view (ld ", dst.ld(), ")");
-  ObservedOp::run(*this, Op::from_host, [&] { do_from_host(src, dst); });
+  c.run([&] { do_from_host(src, dst); });
 }
 
 void Backend::copy_to_host(const void* src, void* host_dst, std::size_t bytes) {
@@ -94,20 +94,20 @@ void Backend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
   c.compute("a", a);
   c.like("b", b, a.rows(), a.cols());
   c.like("out", out, a.rows(), a.cols());
-  ObservedOp::run(*this, Op::add, [&] { do_add(a, b, out); });
+  c.run([&] { do_add(a, b, out); });
 }
 
 void Backend::axpy(double alpha, const Tensor& x, const Tensor& y) {
   OpChecks c(*this, Op::axpy);
   c.compute("x", x);
   c.like("y", y, x.rows(), x.cols());
-  ObservedOp::run(*this, Op::axpy, [&] { do_axpy(alpha, x, y); });
+  c.run([&] { do_axpy(alpha, x, y); });
 }
 
 void Backend::scale(const Tensor& x, double alpha) {
   OpChecks c(*this, Op::scale);
   c.compute("x", x);
-  ObservedOp::run(*this, Op::scale, [&] { do_scale(x, alpha); });
+  c.run([&] { do_scale(x, alpha); });
 }
 
 namespace {
@@ -126,13 +126,13 @@ void check_reduction(OpChecks& c, const Tensor& x, const Tensor& acc) {
 void Backend::sum(const Tensor& x, const Tensor& acc) {
   OpChecks c(*this, Op::sum);
   check_reduction(c, x, acc);
-  ObservedOp::run(*this, Op::sum, [&] { do_sum(x, acc); });
+  c.run([&] { do_sum(x, acc); });
 }
 
 void Backend::sum_squares(const Tensor& x, const Tensor& acc) {
   OpChecks c(*this, Op::sum_squares);
   check_reduction(c, x, acc);
-  ObservedOp::run(*this, Op::sum_squares, [&] { do_sum_squares(x, acc); });
+  c.run([&] { do_sum_squares(x, acc); });
 }
 
 // ---- linear -------------------------------------------------------------------------
@@ -144,7 +144,7 @@ void Backend::linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool
             x.cols(), "])");
   c.like("w", w, w.rows(), x.cols());
   c.like("y", y, x.rows(), w.rows());
-  ObservedOp::run(*this, Op::linear_fwd, [&] { do_linear_fwd(x, w, y, accumulate); });
+  c.run([&] { do_linear_fwd(x, w, y, accumulate); });
 }
 
 void Backend::linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
@@ -155,7 +155,7 @@ void Backend::linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& d
             dy.cols(), ", in])");
   c.like("w", w, dy.cols(), w.cols());
   c.like("dx", dx, dy.rows(), w.cols());
-  ObservedOp::run(*this, Op::linear_bwd_data, [&] { do_linear_bwd_data(dy, w, dx, accumulate); });
+  c.run([&] { do_linear_bwd_data(dy, w, dx, accumulate); });
 }
 
 void Backend::linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) {
@@ -165,7 +165,7 @@ void Backend::linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor&
             " (both need the same rows)");
   c.like("x", x, dy.rows(), x.cols());
   c.wide("dw", dw, dy.cols(), x.cols());
-  ObservedOp::run(*this, Op::linear_bwd_weight, [&] { do_linear_bwd_weight(dy, x, dw); });
+  c.run([&] { do_linear_bwd_weight(dy, x, dw); });
 }
 
 // ---- optimizer -------------------------------------------------------------------------
@@ -183,7 +183,7 @@ void Backend::adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad
     c.require(t->contiguous(), name, " ", dims(*t), " is a strided view; the optimizer steps ",
               "contiguous ranges");
   c.require(h.step >= 1, "step ", h.step, " must be >= 1 (it is 1-based)");
-  ObservedOp::run(*this, Op::adamw_step, [&] { do_adamw_step(h, param, grad, m, v); });
+  c.run([&] { do_adamw_step(h, param, grad, m, v); });
 }
 
 }  // namespace wiola

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "backend/backend.hpp"
-#include "backend/observed_op.hpp"
 #include "backend/op_checks.hpp"
 
 namespace wiola {
@@ -28,7 +27,7 @@ void check_inputs(OpChecks& c, const AttentionDims& d, const Tensor& q, const Te
   const std::int64_t qw = static_cast<std::int64_t>(d.heads) * d.head_dim;
   const std::int64_t kw = static_cast<std::int64_t>(d.kv_heads) * d.head_dim;
   c.compute("q", q);
-  c.like("q", q, n, qw);
+  c.shape("q", q, n, qw);
   c.like("k", k, n, kw);
   c.like("v", v, n, kw);
   c.require(ctx_v.size() == ctx_k.size(), ctx_k.size(), " ctx_k tensors but ", ctx_v.size(),
@@ -39,14 +38,10 @@ void check_inputs(OpChecks& c, const AttentionDims& d, const Tensor& q, const Te
     c.require(d.batch == 0 || ctx_k[i].rows() > 0, nth("ctx_k", i), " has no rows");
   }
   if (!ctx_k.empty()) c.like("phi", phi, 1, 1);  // no context: β is not used
-  for (const auto& [name, t, rows] :
-       {std::tuple{"n_queries", &index.n_queries, std::int64_t(d.batch)},
-        {"key_prefix", &index.key_prefix, n},
-        {"key_extra", &index.key_extra, n},
-        {"ctx_row", &index.ctx_row, n}}) {
-    c.index(name, *t, rows);
-    c.require(t->contiguous() || rows <= 1, name, " must be contiguous");
-  }
+  c.index("n_queries", index.n_queries, d.batch);
+  c.index("key_prefix", index.key_prefix, n);
+  c.index("key_extra", index.key_extra, n);
+  c.index("ctx_row", index.ctx_row, n);
 }
 
 }  // namespace
@@ -65,7 +60,7 @@ void Backend::attention_fwd(const AttentionDims& dims, const Tensor& q, const Te
   if (ctx) c.like("o_ctx", o_ctx, n, q.cols());
   c.wide("lse_self", lse_self, n, dims.heads);
   if (ctx) c.wide("lse_ctx", lse_ctx, n, dims.heads);
-  ObservedOp::run(*this, Op::attention_fwd, [&] {
+  c.run([&] {
     do_attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self, lse_ctx);
   });
 }
@@ -98,7 +93,7 @@ void Backend::attention_bwd(const AttentionDims& dims, const Tensor& q, const Te
     c.like(nth("dctx_v", i), dctx_v[i], ctx_v[i].rows(), ctx_v[i].cols());
   }
   if (ctx) c.wide("dphi", dphi, 1, 1);
-  ObservedOp::run(*this, Op::attention_bwd, [&] {
+  c.run([&] {
     do_attention_bwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx, d_o,
                      dq, dk, dv, dctx_k, dctx_v, dphi);
   });

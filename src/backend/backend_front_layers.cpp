@@ -9,26 +9,19 @@
 #include <utility>
 
 #include "backend/backend.hpp"
-#include "backend/observed_op.hpp"
 #include "backend/op_checks.hpp"
 
 namespace wiola {
 
 namespace {
 
-// Index tensors are contiguous on every backend (a device kernel reads them
-// as plain arrays).
-void contiguous_index(const OpChecks& c, std::string_view name, const Tensor& t, std::int64_t n) {
-  c.index(name, t, n);
-  c.require(t.contiguous() || n <= 1, name, " must be contiguous");
-}
-
 // Every tensor of an elementwise call: the first one's dtype and shape.
 void check_elementwise(OpChecks& c,
                        std::initializer_list<std::pair<const char*, const Tensor*>> tensors) {
   const auto& [first_name, first] = *tensors.begin();
   c.compute(first_name, *first);
-  for (const auto& [name, t] : tensors) c.like(name, *t, first->rows(), first->cols());
+  for (auto it = tensors.begin() + 1; it != tensors.end(); ++it)
+    c.like(it->first, *it->second, first->rows(), first->cols());
 }
 
 void check_batch(const OpChecks& c, int batch, int seq) {
@@ -46,18 +39,18 @@ std::int64_t summary_rows(SummaryMode mode, int batch, int seq) {
 void Backend::embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) {
   OpChecks c(*this, Op::embedding_fwd);
   c.compute("table", table);
-  contiguous_index(c, "tokens", tokens, tokens.rows());
+  c.index("tokens", tokens, tokens.rows());
   c.like("out", out, tokens.rows(), table.cols());
-  ObservedOp::run(*this, Op::embedding_fwd, [&] { do_embedding_fwd(tokens, table, out); });
+  c.run([&] { do_embedding_fwd(tokens, table, out); });
 }
 
 void Backend::embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) {
   OpChecks c(*this, Op::embedding_bwd);
   c.compute("dout", dout);
-  contiguous_index(c, "tokens", tokens, tokens.rows());
+  c.index("tokens", tokens, tokens.rows());
   c.like("dout", dout, tokens.rows(), dout.cols());
   c.wide("dtable", dtable, dtable.rows(), dout.cols());
-  ObservedOp::run(*this, Op::embedding_bwd, [&] { do_embedding_bwd(tokens, dout, dtable); });
+  c.run([&] { do_embedding_bwd(tokens, dout, dtable); });
 }
 
 // ---- WRMSNorm ---------------------------------------------------------------------
@@ -72,7 +65,7 @@ void Backend::wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& d
   if (delta.defined()) c.like("delta", delta, 1, d);  // undefined: plain RMSNorm
   c.like("y", y, n, d);
   c.wide("rstd", rstd, n, 1);
-  ObservedOp::run(*this, Op::wrmsnorm_fwd, [&] { do_wrmsnorm_fwd(x, gamma, delta, eps, y, rstd); });
+  c.run([&] { do_wrmsnorm_fwd(x, gamma, delta, eps, y, rstd); });
 }
 
 void Backend::wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
@@ -90,7 +83,7 @@ void Backend::wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& d
   c.like("dx", dx, n, d);
   c.wide("dgamma", dgamma, 1, d);
   if (ddelta.defined()) c.wide("ddelta", ddelta, 1, d);
-  ObservedOp::run(*this, Op::wrmsnorm_bwd, [&] {
+  c.run([&] {
     do_wrmsnorm_bwd(x, gamma, delta, rstd, dy, dx, accumulate, dgamma, ddelta);
   });
 }
@@ -107,7 +100,7 @@ void check_srpe(OpChecks& c, std::string_view in_name, const Tensor& in, const T
   c.require(in.cols() % head_dim == 0, in_name, " is ", dims(in),
             ", whose width is not a multiple of head_dim ", head_dim);
   c.like(out_name, out, in.rows(), in.cols());
-  contiguous_index(c, "positions", positions, in.rows());
+  c.index("positions", positions, in.rows());
   c.wide("cos_tab", cos_tab, cos_tab.rows(), head_dim / 2);
   c.wide("sin_tab", sin_tab, cos_tab.rows(), head_dim / 2);
 }
@@ -118,16 +111,14 @@ void Backend::srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& c
                        const Tensor& sin_tab, int head_dim, RotaryPairs pairs, const Tensor& y) {
   OpChecks c(*this, Op::srpe_fwd);
   check_srpe(c, "x", x, positions, cos_tab, sin_tab, head_dim, "y", y);
-  ObservedOp::run(*this, Op::srpe_fwd,
-                  [&] { do_srpe_fwd(x, positions, cos_tab, sin_tab, head_dim, pairs, y); });
+  c.run([&] { do_srpe_fwd(x, positions, cos_tab, sin_tab, head_dim, pairs, y); });
 }
 
 void Backend::srpe_bwd(const Tensor& dy, const Tensor& positions, const Tensor& cos_tab,
                        const Tensor& sin_tab, int head_dim, RotaryPairs pairs, const Tensor& dx) {
   OpChecks c(*this, Op::srpe_bwd);
   check_srpe(c, "dy", dy, positions, cos_tab, sin_tab, head_dim, "dx", dx);
-  ObservedOp::run(*this, Op::srpe_bwd,
-                  [&] { do_srpe_bwd(dy, positions, cos_tab, sin_tab, head_dim, pairs, dx); });
+  c.run([&] { do_srpe_bwd(dy, positions, cos_tab, sin_tab, head_dim, pairs, dx); });
 }
 
 // ---- per-head maps -------------------------------------------------------------------
@@ -137,7 +128,7 @@ void Backend::head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) {
   c.compute("x", x);
   c.heads("x", x, head_dim);
   c.like("y", y, x.rows(), head_dim);
-  ObservedOp::run(*this, Op::head_mean_fwd, [&] { do_head_mean_fwd(x, head_dim, y); });
+  c.run([&] { do_head_mean_fwd(x, head_dim, y); });
 }
 
 void Backend::head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bool accumulate) {
@@ -146,8 +137,7 @@ void Backend::head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bo
   c.heads("dx", dx, head_dim);
   c.like("dy", dy, dx.rows(), head_dim);
   c.like("dx", dx, dx.rows(), dx.cols());
-  ObservedOp::run(*this, Op::head_mean_bwd,
-                  [&] { do_head_mean_bwd(dy, head_dim, dx, accumulate); });
+  c.run([&] { do_head_mean_bwd(dy, head_dim, dx, accumulate); });
 }
 
 void Backend::head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim, const Tensor& y) {
@@ -156,7 +146,7 @@ void Backend::head_scale_fwd(const Tensor& x, const Tensor& s, int head_dim, con
   const std::int64_t heads = c.heads("x", x, head_dim);
   c.like("s", s, x.rows(), heads);
   c.like("y", y, x.rows(), x.cols());
-  ObservedOp::run(*this, Op::head_scale_fwd, [&] { do_head_scale_fwd(x, s, head_dim, y); });
+  c.run([&] { do_head_scale_fwd(x, s, head_dim, y); });
 }
 
 void Backend::head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy, int head_dim,
@@ -168,8 +158,7 @@ void Backend::head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy,
   c.like("dy", dy, x.rows(), x.cols());
   c.like("dx", dx, x.rows(), x.cols());
   c.like("ds", ds, x.rows(), heads);
-  ObservedOp::run(*this, Op::head_scale_bwd,
-                  [&] { do_head_scale_bwd(x, s, dy, head_dim, dx, ds); });
+  c.run([&] { do_head_scale_bwd(x, s, dy, head_dim, dx, ds); });
 }
 
 // ---- gates and activations -------------------------------------------------------------
@@ -177,46 +166,46 @@ void Backend::head_scale_bwd(const Tensor& x, const Tensor& s, const Tensor& dy,
 void Backend::sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) {
   OpChecks c(*this, Op::sigmoid_mul_fwd);
   check_elementwise(c, {{"g", &g}, {"x", &x}, {"y", &y}});
-  ObservedOp::run(*this, Op::sigmoid_mul_fwd, [&] { do_sigmoid_mul_fwd(g, x, y); });
+  c.run([&] { do_sigmoid_mul_fwd(g, x, y); });
 }
 
 void Backend::sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy, const Tensor& dg,
                               const Tensor& dx) {
   OpChecks c(*this, Op::sigmoid_mul_bwd);
   check_elementwise(c, {{"g", &g}, {"x", &x}, {"dy", &dy}, {"dg", &dg}, {"dx", &dx}});
-  ObservedOp::run(*this, Op::sigmoid_mul_bwd, [&] { do_sigmoid_mul_bwd(g, x, dy, dg, dx); });
+  c.run([&] { do_sigmoid_mul_bwd(g, x, dy, dg, dx); });
 }
 
 void Backend::silu_mul_fwd(const Tensor& g, const Tensor& u, const Tensor& y) {
   OpChecks c(*this, Op::silu_mul_fwd);
   check_elementwise(c, {{"g", &g}, {"u", &u}, {"y", &y}});
-  ObservedOp::run(*this, Op::silu_mul_fwd, [&] { do_silu_mul_fwd(g, u, y); });
+  c.run([&] { do_silu_mul_fwd(g, u, y); });
 }
 
 void Backend::silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tensor& dg,
                            const Tensor& du) {
   OpChecks c(*this, Op::silu_mul_bwd);
   check_elementwise(c, {{"g", &g}, {"u", &u}, {"dy", &dy}, {"dg", &dg}, {"du", &du}});
-  ObservedOp::run(*this, Op::silu_mul_bwd, [&] { do_silu_mul_bwd(g, u, dy, dg, du); });
+  c.run([&] { do_silu_mul_bwd(g, u, dy, dg, du); });
 }
 
 void Backend::gelu_fwd(const Tensor& x, const Tensor& y) {
   OpChecks c(*this, Op::gelu_fwd);
   check_elementwise(c, {{"x", &x}, {"y", &y}});
-  ObservedOp::run(*this, Op::gelu_fwd, [&] { do_gelu_fwd(x, y); });
+  c.run([&] { do_gelu_fwd(x, y); });
 }
 
 void Backend::gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   OpChecks c(*this, Op::gelu_bwd);
   check_elementwise(c, {{"x", &x}, {"dy", &dy}, {"dx", &dx}});
-  ObservedOp::run(*this, Op::gelu_bwd, [&] { do_gelu_bwd(x, dy, dx); });
+  c.run([&] { do_gelu_bwd(x, dy, dx); });
 }
 
 void Backend::fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                          const Tensor& out) {
   OpChecks c(*this, Op::fusion_fwd);
   check_elementwise(c, {{"logits", &logits}, {"a", &a}, {"b", &b}, {"out", &out}});
-  ObservedOp::run(*this, Op::fusion_fwd, [&] { do_fusion_fwd(logits, a, b, out); });
+  c.run([&] { do_fusion_fwd(logits, a, b, out); });
 }
 
 void Backend::fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
@@ -229,8 +218,7 @@ void Backend::fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                         {"dlogits", &dlogits},
                         {"da", &da},
                         {"db", &db}});
-  ObservedOp::run(*this, Op::fusion_bwd,
-                  [&] { do_fusion_bwd(logits, a, b, dout, dlogits, da, db); });
+  c.run([&] { do_fusion_bwd(logits, a, b, dout, dlogits, da, db); });
 }
 
 // ---- summaries ---------------------------------------------------------------------------
@@ -241,7 +229,7 @@ void Backend::summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
   check_batch(c, batch, seq);
   c.shape("x", x, static_cast<std::int64_t>(batch) * seq, x.cols());
   c.like("s", s, summary_rows(mode, batch, seq), x.cols());
-  ObservedOp::run(*this, Op::summary_fwd, [&] { do_summary_fwd(mode, x, batch, seq, s); });
+  c.run([&] { do_summary_fwd(mode, x, batch, seq, s); });
 }
 
 void Backend::summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,
@@ -251,7 +239,7 @@ void Backend::summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq
   check_batch(c, batch, seq);
   c.shape("dx", dx, static_cast<std::int64_t>(batch) * seq, dx.cols());
   c.like("ds", ds, summary_rows(mode, batch, seq), dx.cols());
-  ObservedOp::run(*this, Op::summary_bwd, [&] { do_summary_bwd(mode, ds, batch, seq, dx); });
+  c.run([&] { do_summary_bwd(mode, ds, batch, seq, dx); });
 }
 
 // ---- ATM row maps --------------------------------------------------------------------------
@@ -268,7 +256,7 @@ void Backend::row_cosine_next(const Tensor& x, int batch, int seq, const Tensor&
             "rho is ", dtype_name(rho.dtype()), ", expected fp32",
             computes_in(DType::F64) ? " or fp64" : "");
   c.shape("rho", rho, n, 1);
-  ObservedOp::run(*this, Op::row_cosine_next, [&] { do_row_cosine_next(x, batch, seq, rho); });
+  c.run([&] { do_row_cosine_next(x, batch, seq, rho); });
 }
 
 void Backend::merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
@@ -276,9 +264,9 @@ void Backend::merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tenso
   OpChecks c(*this, Op::merge_rows_fwd);
   c.compute("src", src);
   c.like("dst", dst, dst.rows(), src.cols());
-  contiguous_index(c, "idx_a", idx_a, dst.rows());
-  contiguous_index(c, "idx_b", idx_b, dst.rows());
-  ObservedOp::run(*this, Op::merge_rows_fwd, [&] { do_merge_rows_fwd(src, idx_a, idx_b, dst); });
+  c.index("idx_a", idx_a, dst.rows());
+  c.index("idx_b", idx_b, dst.rows());
+  c.run([&] { do_merge_rows_fwd(src, idx_a, idx_b, dst); });
 }
 
 void Backend::merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
@@ -286,9 +274,9 @@ void Backend::merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tens
   OpChecks c(*this, Op::merge_rows_bwd);
   c.compute("dsrc", dsrc);
   c.like("ddst", ddst, ddst.rows(), dsrc.cols());
-  contiguous_index(c, "idx_a", idx_a, ddst.rows());
-  contiguous_index(c, "idx_b", idx_b, ddst.rows());
-  ObservedOp::run(*this, Op::merge_rows_bwd, [&] { do_merge_rows_bwd(ddst, idx_a, idx_b, dsrc); });
+  c.index("idx_a", idx_a, ddst.rows());
+  c.index("idx_b", idx_b, ddst.rows());
+  c.run([&] { do_merge_rows_bwd(ddst, idx_a, idx_b, dsrc); });
 }
 
 // ---- loss ------------------------------------------------------------------------------------
@@ -299,11 +287,10 @@ void Backend::cross_entropy_fwd(const Tensor& logits, const Tensor& targets, con
   c.compute("logits", logits);
   const std::int64_t n = logits.rows(), vocab = logits.cols();
   c.require(vocab > 0 || n == 0, "logits ", dims(logits), " has no columns");
-  contiguous_index(c, "targets", targets, n);
+  c.index("targets", targets, n);
   c.wide("loss", loss, n, 1);
   c.wide("lse", lse, n, 1);
-  ObservedOp::run(*this, Op::cross_entropy_fwd,
-                  [&] { do_cross_entropy_fwd(logits, targets, loss, lse); });
+  c.run([&] { do_cross_entropy_fwd(logits, targets, loss, lse); });
 }
 
 void Backend::cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
@@ -311,11 +298,10 @@ void Backend::cross_entropy_bwd(const Tensor& logits, const Tensor& targets, con
   OpChecks c(*this, Op::cross_entropy_bwd);
   c.compute("logits", logits);
   const std::int64_t n = logits.rows(), vocab = logits.cols();
-  contiguous_index(c, "targets", targets, n);
+  c.index("targets", targets, n);
   c.wide("lse", lse, n, 1);
   c.like("dlogits", dlogits, n, vocab);
-  ObservedOp::run(*this, Op::cross_entropy_bwd,
-                  [&] { do_cross_entropy_bwd(logits, targets, lse, scale, dlogits); });
+  c.run([&] { do_cross_entropy_bwd(logits, targets, lse, scale, dlogits); });
 }
 
 }  // namespace wiola

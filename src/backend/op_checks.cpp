@@ -6,13 +6,20 @@ namespace {
 
 const char* device_name(Device d) { return d == Device::CPU ? "CPU" : "CUDA"; }
 
-// "fp32 or fp64": the dtypes `backend` computes in.
-std::string compute_dtypes(const Backend& backend) {
-  std::string out;
-  for (DType d : {DType::BF16, DType::F32, DType::F64})
-    if (backend.computes_in(d)) out += (out.empty() ? "" : " or ") + std::string(dtype_name(d));
-  return out;
-}
+// "fp32 or fp64": the dtypes a backend computes in, written only when a
+// message is.
+struct ComputeDtypes {
+  const Backend& backend;
+  friend std::ostream& operator<<(std::ostream& os, const ComputeDtypes& c) {
+    const char* sep = "";
+    for (DType d : {DType::BF16, DType::F32, DType::F64})
+      if (c.backend.computes_in(d)) {
+        os << sep << dtype_name(d);
+        sep = " or ";
+      }
+    return os;
+  }
+};
 
 }  // namespace
 
@@ -32,7 +39,7 @@ DType OpChecks::compute(std::string_view name, const Tensor& t) {
   tensor(name, t);
   require(t.dtype() != DType::I32 && backend_.computes_in(t.dtype()), name, " is ",
           dtype_name(t.dtype()), "; the ", backend_.name(), " backend computes in ",
-          compute_dtypes(backend_));
+          ComputeDtypes{backend_});
   dtype_ = t.dtype();
   has_dtype_ = true;
   return dtype_;
@@ -60,6 +67,7 @@ void OpChecks::index(std::string_view name, const Tensor& t, std::int64_t n) con
   tensor(name, t);
   require(t.dtype() == DType::I32, name, " is ", dtype_name(t.dtype()), ", expected i32");
   shape(name, t, n, 1);
+  require(t.contiguous() || n <= 1, name, " must be contiguous");
 }
 
 std::int64_t OpChecks::heads(std::string_view name, const Tensor& x, int head_dim) const {
