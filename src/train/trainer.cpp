@@ -196,8 +196,7 @@ void Trainer::resolve_configuration() {
   // Which device each rank takes, from every rank's host name (collectives
   // first: they cannot fail, so every rank reaches them).
   const DeviceBackendProvider* cuda = device_backend(Device::CUDA);
-  const int cuda_count =
-      opts_.device.choice != DeviceChoice::CPU && cuda ? cuda->device_count() : 0;
+  const int cuda_count = opts_.device.choice != DeviceChoice::CPU && cuda ? cuda->device_count() : 0;
   const comm::NodePlace place =
       comm::place_on_node(comm::gather_strings(world_, host_), world_.rank());
   const DeviceSlot slot =
@@ -213,71 +212,64 @@ void Trainer::resolve_configuration() {
     if (opts_.device.choice == DeviceChoice::CUDA || cuda_count > 0)
       check_device_sharing(slots, opts_.device.allow_shared);
   }, "another rank refused its device (see its message)");
-  comm::agree(
-      world_,
-      [&] {
-        grid_ = comm::ProcessGrid::make(world_.size(), opts_.parallel.pp, opts_.parallel.dp,
-                                        world_.rank());
-        set_cpu_threads(opts_.device.threads);
-        opts_.validate();  // before the data: its errors name flags, not files
-        // --resume PATH: a step folder, or a save folder's newest complete step.
-        if (opts_.checkpoint.resume.kind == ResumeFrom::Kind::Directory)
-          opts_.checkpoint.resume.directory =
-              resolve_checkpoint_dir(opts_.checkpoint.resume.directory);
-        const DataConfig data{opts_.data.train_files, opts_.data.data_weights, opts_.data.val_files,
-                              opts_.data.val_fraction, opts_.data.split_seed};
-        train_data_ = train_spec(data);
-        val_data_ = val_spec(data);
-        const TokenDataset probe(*train_data_, opts_.model.config.T);
-        data_.train_files = train_data_->sources.all_files();
-        data_.train_tokens = probe.num_tokens();
-        data_.train_windows = probe.num_windows();
-        if (!opts_.model.vocab_explicit) {
-          opts_.model.config.V = probe.vocab_size();
-        } else {
-          require(opts_.model.config.V >= probe.vocab_size(), "--vocab ", opts_.model.config.V,
-                  " is smaller than the vocabulary of ", opts_.data.train_files.front(), " (",
-                  probe.vocab_size(), ")");
-        }
-        if (val_data_) {
-          const TokenDataset val(*val_data_, opts_.model.config.T);
-          require_same_tokenizer(probe, val);
-          data_.val_files = val_data_->sources.all_files();
-          data_.val_tokens = val.num_tokens();
-          data_.val_windows = val.num_windows();
-          data_.val_held_out = opts_.data.val_fraction > 0;
-        }
-        if (rank0_ && !opts_.logging.metrics_file.empty())
-          require_appendable_file(opts_.logging.metrics_file, "--metrics");
-        opts_.validate();
-        if (opts_.logging.sample_every > 0 && rank0_)
-          sampler_ = std::make_unique<TrainingSampler>(
-              opts_.model.config, opts_.data.train_files.front(),
-              opts_.logging.sample_prompt.empty() ? kDefaultSamplePrompt
-                                                  : opts_.logging.sample_prompt);
-        ChosenBackend chosen = choose_backend(opts_.device.choice, opts_.device.dtype,
-                                              opts_.device.dtype_explicit, slot.index);
-        backend_ = std::move(chosen.backend);
-        opts_.device.dtype = chosen.dtype;
-        device_description_ = chosen.description;
-        // One range per virtual stage (c · pp + s); stage s holds chunks c = 0 .. v-1.
-        const int virtual_stages = opts_.parallel.pp * opts_.parallel.virtual_stages;
-        specs_ = opts_.parallel.stage_layers.empty()
-                     ? partition_layers(opts_.model.config, virtual_stages)
-                     : parse_stage_layers(opts_.parallel.stage_layers, opts_.model.config,
-                                          opts_.parallel.pp, opts_.parallel.virtual_stages);
-        // A layout that cannot fit is refused before anything is allocated.
-        memory_ = estimate_memory(memory_input(grid_.stage()));
-        const double capacity = double(backend_->memory_capacity());
-        char have[32];
-        std::snprintf(have, sizeof have, "%.2f GiB", capacity / double(1ull << 30));
-        require(memory_.total() <= 0.95 * capacity, "stage ", grid_.stage(), " on ",
-                process_identity().describe(), " needs an estimated ", memory_.describe(),
-                ", more than 95% of the ", have,
-                " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
-                "or a higher --zero");
-      },
-      "another rank refused the configuration (see its message)");
+  comm::agree(world_, [&] {
+    grid_ = comm::ProcessGrid::make(world_.size(), opts_.parallel.pp, opts_.parallel.dp, world_.rank());
+    set_cpu_threads(opts_.device.threads);
+    opts_.validate();  // before the data: its errors name flags, not files
+    // --resume PATH: a step folder, or a save folder's newest complete step.
+    if (opts_.checkpoint.resume.kind == ResumeFrom::Kind::Directory)
+      opts_.checkpoint.resume.directory = resolve_checkpoint_dir(opts_.checkpoint.resume.directory);
+    const DataConfig data{opts_.data.train_files, opts_.data.data_weights, opts_.data.val_files,
+                          opts_.data.val_fraction, opts_.data.split_seed};
+    train_data_ = train_spec(data);
+    val_data_ = val_spec(data);
+    const TokenDataset probe(*train_data_, opts_.model.config.T);
+    data_.train_files = train_data_->sources.all_files();
+    data_.train_tokens = probe.num_tokens();
+    data_.train_windows = probe.num_windows();
+    if (!opts_.model.vocab_explicit) {
+      opts_.model.config.V = probe.vocab_size();
+    } else {
+      require(opts_.model.config.V >= probe.vocab_size(), "--vocab ", opts_.model.config.V,
+              " is smaller than the vocabulary of ", opts_.data.train_files.front(), " (",
+              probe.vocab_size(), ")");
+    }
+    if (val_data_) {
+      const TokenDataset val(*val_data_, opts_.model.config.T);
+      require_same_tokenizer(probe, val);
+      data_.val_files = val_data_->sources.all_files();
+      data_.val_tokens = val.num_tokens();
+      data_.val_windows = val.num_windows();
+      data_.val_held_out = opts_.data.val_fraction > 0;
+    }
+    if (rank0_ && !opts_.logging.metrics_file.empty()) require_appendable_file(opts_.logging.metrics_file, "--metrics");
+    opts_.validate();
+    if (opts_.logging.sample_every > 0 && rank0_)
+      sampler_ = std::make_unique<TrainingSampler>(
+          opts_.model.config, opts_.data.train_files.front(),
+          opts_.logging.sample_prompt.empty() ? kDefaultSamplePrompt : opts_.logging.sample_prompt);
+    ChosenBackend chosen =
+        choose_backend(opts_.device.choice, opts_.device.dtype, opts_.device.dtype_explicit, slot.index);
+    backend_ = std::move(chosen.backend);
+    opts_.device.dtype = chosen.dtype;
+    device_description_ = chosen.description;
+    // One range per virtual stage (c · pp + s); stage s holds chunks c = 0 .. v-1.
+    const int virtual_stages = opts_.parallel.pp * opts_.parallel.virtual_stages;
+    specs_ = opts_.parallel.stage_layers.empty()
+                 ? partition_layers(opts_.model.config, virtual_stages)
+                 : parse_stage_layers(opts_.parallel.stage_layers, opts_.model.config, opts_.parallel.pp,
+                                      opts_.parallel.virtual_stages);
+    // A layout that cannot fit is refused before anything is allocated.
+    memory_ = estimate_memory(memory_input(grid_.stage()));
+    const double capacity = double(backend_->memory_capacity());
+    char have[32];
+    std::snprintf(have, sizeof have, "%.2f GiB", capacity / double(1ull << 30));
+    require(memory_.total() <= 0.95 * capacity, "stage ", grid_.stage(), " on ",
+            process_identity().describe(), " needs an estimated ", memory_.describe(),
+            ", more than 95% of the ", have,
+            " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
+            "or a higher --zero");
+  }, "another rank refused the configuration (see its message)");
   if (rank0_) {
     const bool on_cpu = backend_->device() == Device::CPU;
     for (const DeviceSlot& s : slots)
