@@ -18,14 +18,12 @@
 #include "backend/cpu_threads.hpp"
 #include "comm/agreement.hpp"
 #include "comm/process_grid.hpp"
-#include "comm/device_groups.hpp"
 #include "comm/node_placement.hpp"
 #include "core/error.hpp"
 #include "core/model_fields.hpp"
 #include "core/process_identity.hpp"
 #include "core/text.hpp"
 #include "io/checkpoint_store.hpp"
-#include "io/data_config.hpp"
 #include "io/output_paths.hpp"
 #include "io/weights_file.hpp"
 #include "model/flops.hpp"
@@ -36,7 +34,6 @@
 #include "partition/cost_model.hpp"
 #include "partition/partition.hpp"
 #include "pipeline/schedule.hpp"
-#include "train/backend_staging.hpp"
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
 #include "train/checkpoint_schedule.hpp"
@@ -47,10 +44,13 @@
 #include "train/log_window.hpp"
 #include "train/memory_plan.hpp"
 #include "train/nonfinite_steps.hpp"
+#include "train/run_position.hpp"
 #include "train/run_times.hpp"
 #include "train/sample_text.hpp"
+#include "train/stage_runtime.hpp"
 #include "train/metrics_log.hpp"
 #include "train/stop_signal.hpp"
+#include "train/training_data.hpp"
 #include "train/zero_optimizer.hpp"
 
 namespace wiola {
@@ -71,14 +71,6 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 double clock_seconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
-
-// What one world all-reduce gives after a step or an evaluation.
-struct StepTotals {
-  double grad_norm = 0;  // sqrt of Σ g² over every rank's owned part
-  double loss_sum = 0;   // Σ token losses over all ranks
-  double loss_tokens = 0;
-  double mean_loss() const { return loss_sum / std::max(1.0, loss_tokens); }
-};
 
 // This replica's micro-batches of one step: consecutive runs of the global
 // sample order from `first`.
@@ -107,7 +99,11 @@ class StepObserver final : public StageExecutor::ActionObserver {
   std::int64_t step_;
 };
 
-// Everything one rank needs for a run; built once, then stepped.
+// One rank's run. It resolves the configuration (every rank agreeing), then
+// composes the parts, each built from its option section: the data
+// (TrainingData), the stage (StageRuntime: backend, groups, model, optimizer,
+// schedule), the position in the sample order, the LR schedule and the loop's
+// checkpoint, non-finite and logging rules. Then it steps them.
 class Trainer {
  public:
   Trainer(const TrainOptions& options, comm::Communicator& world, const std::string& host,
@@ -128,25 +124,15 @@ class Trainer {
   void report_memory();
   // ---- one step ----
   StepRecord train_step(std::int64_t step);
-  StepTotals reduce_totals(const StageExecutor::Result& run);
-  // The first sample of this replica's share of `step` in the global order.
-  std::int64_t first_sample(std::int64_t step) const;
   // ---- around the steps ----
   EvalTotals evaluate();
   void log_step(std::int64_t step, const StepRecord& r);
   bool checkpoint_and_stop(std::int64_t step);
   void report_times();
-  std::vector<NamedArray> gather_weights();
-  bool params_finite();
   [[noreturn]] void stop_nonfinite(const std::string& what) const;
   void export_weights();
   void print_sample(std::int64_t step);
   void open_metrics();
-  // Tokens the run has trained on after `step` (a resumed run's earlier ones included).
-  std::int64_t tokens_seen(std::int64_t step) const {
-    return (sample_base_ + (step - start_step_ + 1) * opts_.parallel.global_batch) *
-           opts_.model.config.T;
-  }
   void say(const std::string& s) const {
     if (rank0_) log_ << s << std::flush;
   }
@@ -158,35 +144,27 @@ class Trainer {
   TrainObserver* observer_;
   const bool rank0_;
 
+  // The configuration, resolved and agreed by every rank.
   comm::ProcessGrid grid_;
-  std::vector<StageSpec> specs_;
-  std::optional<DatasetSpec> train_data_, val_data_;
-  comm::GridGroups groups_;
-  std::unique_ptr<comm::Communicator> device_world_;  // NCCL over all ranks, when chosen
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<StageModel> model_;
-  std::unique_ptr<ZeroOptimizer> optimizer_;
-  std::unique_ptr<StageExecutor> executor_;
-  std::unique_ptr<BatchFeed> train_feed_, val_feed_;
-  std::unique_ptr<TrainingSampler> sampler_;  // --sample-every, rank 0
-  std::vector<Action> schedule_;
-  LrSchedule lr_;
-  int microbatches_ = 0;
-  std::int64_t total_steps_ = 0;
-  std::int64_t start_step_ = 1, sample_base_ = 0;
+  std::vector<StageSpec> specs_;  // every virtual stage of the partition
+  Device device_ = Device::CPU;
   std::string device_description_;
+  std::unique_ptr<Backend> chosen_backend_;  // until the stage takes it
   MemoryEstimate memory_;
-  DataSummary data_;
-  MetricsLog metrics_;  // --metrics, rank 0
-  Tensor totals_;  // F64 [1, 3]: Σ g², Σ loss, tokens (backend memory)
+  // The parts, each from its options.
+  std::optional<TrainingData> data_;  // DataOptions
+  std::unique_ptr<StageRuntime> stage_;  // ModelOptions, DeviceOptions, ParallelOptions
+  RunPosition position_;
+  LrSchedule lr_;               // OptimizerOptions
+  NonfiniteSteps nonfinite_;    // OptimizerOptions
+  CheckpointSchedule checkpoints_;  // CheckpointOptions
+  LogWindow log_window_;        // LoggingOptions
+  MetricsLog metrics_;          // --metrics, rank 0
+  std::unique_ptr<TrainingSampler> sampler_;  // --sample-every, rank 0
+  // What the run reports.
   StageExecutor::Result last_run_;  // the latest step's, for observers
-
-  TrainSummary summary_;
   RunTimes times_;
-  // The parts of the loop, each from its options.
-  LogWindow log_window_;
-  NonfiniteSteps nonfinite_;
-  CheckpointSchedule checkpoints_;
+  TrainSummary summary_;
 };
 
 // Everything that can be refused is checked before any work, and all ranks
@@ -219,28 +197,13 @@ void Trainer::resolve_configuration() {
     // --resume PATH: a step folder, or a save folder's newest complete step.
     if (opts_.checkpoint.resume.kind == ResumeFrom::Kind::Directory)
       opts_.checkpoint.resume.directory = resolve_checkpoint_dir(opts_.checkpoint.resume.directory);
-    const DataConfig data{opts_.data.train_files, opts_.data.data_weights, opts_.data.val_files,
-                          opts_.data.val_fraction, opts_.data.split_seed};
-    train_data_ = train_spec(data);
-    val_data_ = val_spec(data);
-    const TokenDataset probe(*train_data_, opts_.model.config.T);
-    data_.train_files = train_data_->sources.all_files();
-    data_.train_tokens = probe.num_tokens();
-    data_.train_windows = probe.num_windows();
+    data_.emplace(opts_.data, opts_.model.config.T);
     if (!opts_.model.vocab_explicit) {
-      opts_.model.config.V = probe.vocab_size();
+      opts_.model.config.V = int(data_->vocab_size());
     } else {
-      require(opts_.model.config.V >= probe.vocab_size(), "--vocab ", opts_.model.config.V,
+      require(opts_.model.config.V >= data_->vocab_size(), "--vocab ", opts_.model.config.V,
               " is smaller than the vocabulary of ", opts_.data.train_files.front(), " (",
-              probe.vocab_size(), ")");
-    }
-    if (val_data_) {
-      const TokenDataset val(*val_data_, opts_.model.config.T);
-      require_same_tokenizer(probe, val);
-      data_.val_files = val_data_->sources.all_files();
-      data_.val_tokens = val.num_tokens();
-      data_.val_windows = val.num_windows();
-      data_.val_held_out = opts_.data.val_fraction > 0;
+              data_->vocab_size(), ")");
     }
     if (rank0_ && !opts_.logging.metrics_file.empty()) require_appendable_file(opts_.logging.metrics_file, "--metrics");
     opts_.validate();
@@ -250,7 +213,8 @@ void Trainer::resolve_configuration() {
           opts_.logging.sample_prompt.empty() ? kDefaultSamplePrompt : opts_.logging.sample_prompt);
     ChosenBackend chosen =
         choose_backend(opts_.device.choice, opts_.device.dtype, opts_.device.dtype_explicit, slot.index);
-    backend_ = std::move(chosen.backend);
+    chosen_backend_ = std::move(chosen.backend);
+    device_ = chosen_backend_->device();
     opts_.device.dtype = chosen.dtype;
     device_description_ = chosen.description;
     // One range per virtual stage (c · pp + s); stage s holds chunks c = 0 .. v-1.
@@ -261,7 +225,7 @@ void Trainer::resolve_configuration() {
                                       opts_.parallel.virtual_stages);
     // A layout that cannot fit is refused before anything is allocated.
     memory_ = estimate_memory(memory_input(grid_.stage()));
-    const double capacity = double(backend_->memory_capacity());
+    const double capacity = double(chosen_backend_->memory_capacity());
     char have[32];
     std::snprintf(have, sizeof have, "%.2f GiB", capacity / double(1ull << 30));
     require(memory_.total() <= 0.95 * capacity, "stage ", grid_.stage(), " on ",
@@ -271,7 +235,7 @@ void Trainer::resolve_configuration() {
             "or a higher --zero");
   }, "another rank refused the configuration (see its message)");
   if (rank0_) {
-    const bool on_cpu = backend_->device() == Device::CPU;
+    const bool on_cpu = device_ == Device::CPU;
     for (const DeviceSlot& s : slots)
       log_ << s.describe() << (on_cpu && s.index >= 0 ? " -- not used: this run is on the CPU" : "")
            << "\n";
@@ -321,13 +285,13 @@ MemoryPlanInput Trainer::memory_input(int stage) const {
   in.microbatches = opts_.parallel.micro_batches_per_rank();
   in.schedule = opts_.parallel.schedule;
   in.recompute = opts_.parallel.recompute;
-  in.device = backend_->device() != Device::CPU;
+  in.device = device_ != Device::CPU;
   return in;
 }
 
 // After the first step: every rank's measured peak beside its estimate.
 void Trainer::report_memory() {
-  double mine[2] = {memory_.total(), double(backend_->memory().peak)};
+  double mine[2] = {memory_.total(), double(stage_->backend().memory().peak)};
   std::vector<double> all(std::size_t(world_.size()) * 2);
   std::vector<std::size_t> counts(std::size_t(world_.size()), 2);
   world_.allgather(mine, all.data(), counts, DType::F64);
@@ -353,65 +317,28 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
       log_(log),
       observer_(observer),
       rank0_(world.rank() == 0),
-      log_window_(opts_.logging.log_interval),
       nonfinite_(opts_.optimizer.max_nonfinite_steps),
-      checkpoints_(opts_.checkpoint) {
+      checkpoints_(opts_.checkpoint),
+      log_window_(opts_.logging.log_interval) {
   resolve_configuration();
-  const ModelConfig& cfg = opts_.model.config;
-  microbatches_ = opts_.parallel.micro_batches_per_rank();
-  total_steps_ = opts_.total_steps();
-  data_.budget_tokens = total_steps_ * opts_.parallel.global_batch * cfg.T;
+  position_.total_steps = opts_.total_steps();
+  position_.global_batch = opts_.parallel.global_batch;
+  position_.seq = opts_.model.config.T;
+  data_->set_budget_tokens(position_.budget_tokens());
   if (opts_.dry_run) {  // everything is checked; nothing is allocated
     print_plan();
     return;
   }
-
-  backend_->reserve_memory(static_cast<std::size_t>(memory_.total()));
-  if (backend_->device() != Device::CPU)
-    world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
-  // On GPUs: each group over NCCL where its ranks have a GPU each (rank 0 says
-  // which), when this process has NCCL (the CUDA plugin installs the maker).
-  if (backend_->device() == Device::CUDA && backend_->native_stream()) {
-    if (comm::DeviceGroupsMaker make = comm::device_groups_maker()) {
-      comm::DeviceGroups dg = make(world_, grid_, backend_->native_stream(), &log_);
-      groups_ = std::move(dg.groups);
-      device_world_ = std::move(dg.world);
-    }
-  }
-  if (!groups_.pipeline) groups_ = comm::make_groups(world_, grid_);
-  model_ =
-      std::make_unique<StageModel>(*backend_, cfg, chunks_of(grid_.stage()), opts_.device.dtype);
-  model_->params().init(opts_.model.seed);
-  model_->set_recompute(opts_.parallel.recompute);
-  optimizer_ = std::make_unique<ZeroOptimizer>(
-      *model_, ZeroGroups{groups_.data.get(), groups_.embedding.get()}, opts_.parallel.zero,
-      opts_.optimizer.adam, !(grid_.last_stage() && grid_.pp > 1));
-  executor_ = std::make_unique<StageExecutor>(*model_, groups_.pipeline.get(), grid_.stage(),
-                                              grid_.pp);
-  schedule_ = pipeline::make_schedule(opts_.parallel.schedule, grid_.pp, grid_.stage(),
-                                      microbatches_, opts_.parallel.virtual_stages);
-  totals_ = backend_->alloc(DType::F64, 1, 3);
-
-  // Only the first and last stage read data; each replica its share.
-  if (grid_.first_stage() || grid_.last_stage()) {
-    FeedOptions fo;
-    fo.prefetch = opts_.data.prefetch;
-    train_feed_ = std::make_unique<BatchFeed>(*train_data_, cfg.T, opts_.model.seed, fo);
-    const std::int64_t share = opts_.parallel.global_batch / opts_.parallel.dp;
-    train_feed_->set_access_pattern(opts_.parallel.global_batch, grid_.dp_index() * share, share);
-    if (val_data_) {
-      val_feed_ = std::make_unique<BatchFeed>(*val_data_, cfg.T, /*seed=*/0, fo);
-      val_feed_->set_access_pattern(std::int64_t(opts_.parallel.dp) * opts_.parallel.micro_batch,
-                                    std::int64_t(grid_.dp_index()) * opts_.parallel.micro_batch,
-                                    opts_.parallel.micro_batch);
-    }
-  }
+  stage_ = std::make_unique<StageRuntime>(
+      std::move(chosen_backend_), world_, grid_, specs_, opts_.model, opts_.device.dtype,
+      opts_.parallel, opts_.optimizer.adam, static_cast<std::size_t>(memory_.total()), log_);
+  data_->open_feeds(grid_, opts_.parallel, opts_.model.seed);
   restore();
   print_plan();
-  lr_ = LrSchedule{
-      opts_.optimizer.lr, opts_.optimizer.min_lr,
-      static_cast<std::int64_t>(std::llround(opts_.optimizer.warmup_frac * double(total_steps_))),
-      total_steps_};
+  lr_ = LrSchedule{opts_.optimizer.lr, opts_.optimizer.min_lr,
+                   static_cast<std::int64_t>(std::llround(opts_.optimizer.warmup_frac *
+                                                          double(position_.total_steps))),
+                   position_.total_steps};
   open_metrics();
 }
 
@@ -433,13 +360,13 @@ void Trainer::open_metrics() {
   info.dtype = std::string(dtype_name(opts_.device.dtype));
   info.micro_batch = opts_.parallel.micro_batch;
   info.global_batch = opts_.parallel.global_batch;
-  info.microbatches = microbatches_;
+  info.microbatches = opts_.parallel.micro_batches_per_rank();
   info.stages = specs_;
-  info.data = data_;
-  info.total_steps = total_steps_;
-  info.tokens_per_step = std::int64_t(opts_.parallel.global_batch) * opts_.model.config.T;
-  info.first_step = start_step_;
-  if (start_step_ > 1) info.resumed_from = summary_.last_checkpoint;
+  info.data = data_->summary();
+  info.total_steps = position_.total_steps;
+  info.tokens_per_step = position_.tokens_per_step();
+  info.first_step = position_.start_step;
+  if (position_.start_step > 1) info.resumed_from = summary_.last_checkpoint;
   metrics_.config(info);
 }
 
@@ -447,15 +374,16 @@ void Trainer::open_metrics() {
 // imported from safetensors by wiola-reshard); the optimizer starts fresh.
 // --resume: parameters, optimizer state and the data position of a checkpoint.
 void Trainer::restore() {
+  StageModel& model = stage_->model();
   if (!opts_.checkpoint.init_weights.empty()) {
     comm::agree(world_, [&] {
       const WeightsFile w = read_weights_file(opts_.checkpoint.init_weights);
-      const std::string diff = model_differences(w.config, model_->config(), FieldSet::Shape);
+      const std::string diff = model_differences(w.config, model.config(), FieldSet::Shape);
       require(diff.empty(), "--init-weights ", opts_.checkpoint.init_weights, ": the file holds ",
-              w.config.describe(), ", this run is ", model_->config().describe(), " (", diff, ")");
+              w.config.describe(), ", this run is ", model.config().describe(), " (", diff, ")");
       for (const NamedArray& arr : w.arrays)
-        if (model_->params().has(arr.name)) model_->params().set(arr.name, arr.data);
-      optimizer_->take_master_from_params();
+        if (model.params().has(arr.name)) model.params().set(arr.name, arr.data);
+      stage_->optimizer().take_master_from_params();
     });
   }
   std::optional<std::string> dir;
@@ -480,10 +408,9 @@ void Trainer::restore() {
       break;
   }
   if (!dir) return;
-  const CheckpointContext ckpt{*model_, *optimizer_, grid_, world_, opts_.parallel.zero, observer_};
-  const CheckpointInfo info = load_checkpoint(ckpt, *dir);
-  start_step_ = info.step + 1;
-  sample_base_ = info.consumed_samples;
+  const CheckpointInfo info = load_checkpoint(stage_->checkpoint_context(observer_), *dir);
+  position_.start_step = info.step + 1;
+  position_.sample_base = info.consumed_samples;
   log_window_.restore(info.loss_window);
   summary_.last_checkpoint = *dir;
   say("resume: " + *dir + " at step " + std::to_string(info.step) + " (" +
@@ -494,6 +421,7 @@ void Trainer::restore() {
 void Trainer::print_plan() const {
   if (!rank0_) return;
   const ModelConfig& cfg = opts_.model.config;
+  const int microbatches = opts_.parallel.micro_batches_per_rank();
   std::ostringstream os;
   os << "wiola-train: device " << device_description_ << "\n"
      << "  model " << cfg.describe() << "\n"
@@ -502,20 +430,19 @@ void Trainer::print_plan() const {
      << "  grid pp " << grid_.pp << " x dp " << grid_.dp << " on " << world_.size()
      << " ranks (rank 0 on " << host_ << "), schedule "
      << pipeline::schedule_kind_name(opts_.parallel.schedule) << ", zero " << opts_.parallel.zero
-     << ", " << microbatches_ << " micro-batches of " << opts_.parallel.micro_batch
+     << ", " << microbatches << " micro-batches of " << opts_.parallel.micro_batch
      << " per replica per step\n"
      << "  global batch " << opts_.parallel.global_batch
      << " sequences = " << std::int64_t(opts_.parallel.global_batch) * cfg.T << " tokens; "
-     << total_steps_ << " steps = " << total_steps_ * opts_.parallel.global_batch * cfg.T
-     << " tokens\n"
-     << data_.describe();
+     << position_.total_steps << " steps = " << position_.budget_tokens() << " tokens\n"
+     << data_->summary().describe();
   for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
-  if (auto w = pipeline::bubble_warning(grid_.pp, microbatches_, opts_.parallel.schedule,
+  if (auto w = pipeline::bubble_warning(grid_.pp, microbatches, opts_.parallel.schedule,
                                         opts_.parallel.virtual_stages))
     os << "WARNING: " << *w << "\n";
   CostModel cost;
   cost.microbatch_tokens = std::int64_t(opts_.parallel.micro_batch) * cfg.T;
-  cost.microbatches = microbatches_;
+  cost.microbatches = microbatches;
   cost.hold_all_microbatches = opts_.parallel.schedule == pipeline::ScheduleKind::GPipe;
   cost.bytes_per_activation = double(dtype_size(opts_.device.dtype));
   os << describe_partition(cfg, specs_, cost, opts_.parallel.virtual_stages);
@@ -525,72 +452,48 @@ void Trainer::print_plan() const {
   log_ << os.str() << std::flush;
 }
 
-// Micro-batch `mb` of this replica in `step`: the replica's share of the
-// step's global batch, in order.
-std::int64_t Trainer::first_sample(std::int64_t step) const {
-  const std::int64_t share = opts_.parallel.global_batch / opts_.parallel.dp;
-  const std::int64_t step_first = sample_base_ + (step - start_step_) * opts_.parallel.global_batch;
-  return step_first + grid_.dp_index() * share;
-}
-
-// One world all-reduce of this rank's [Σ g², Σ loss, tokens], read back once.
-StepTotals Trainer::reduce_totals(const StageExecutor::Result& run) {
-  Backend& be = *backend_;
-  be.fill(totals_, 0.0);
-  optimizer_->add_owned_sum_squares(totals_.cols_slice(0, 1));
-  double tokens = 0;
-  if (run.loss_sums.defined()) {
-    be.sum(run.loss_sums, totals_.cols_slice(1, 2));
-    for (std::int64_t n : run.loss_tokens) tokens += double(n);
-  }
-  be.fill(totals_.cols_slice(2, 3), tokens);
-  (device_world_ ? *device_world_ : world_).allreduce(totals_, comm::ReduceOp::Sum);
-  double host[3];
-  be.to_host(totals_, host);
-  return {std::sqrt(host[0]), host[1], host[2]};
-}
-
 // One optimizer step: the schedule's forwards and backwards, then the
 // gradient reduction, the global norm and loss, clipping and the update.
 StepRecord Trainer::train_step(std::int64_t step) {
-  if (observer_) observer_->before_step(step, *model_);
-  model_->params().zero_grads();
+  StageModel& model = stage_->model();
+  ZeroOptimizer& optimizer = stage_->optimizer();
+  if (observer_) observer_->before_step(step, model);
+  model.params().zero_grads();
 
-  const StepBatches batches(*train_feed_, first_sample(step), opts_.parallel.micro_batch);
+  const StepBatches batches(
+      data_->train_feed(),
+      position_.replica_first_sample(step, grid_.dp_index(), opts_.parallel.dp),
+      opts_.parallel.micro_batch);
   StepObserver watcher(observer_, step);
-  StageExecutor::Hooks hooks;
-  hooks.batches = &batches;
-  hooks.boundaries = optimizer_.get();  // ZeRO's gathers and reduce-scatters
-  hooks.observer = observer_ ? &watcher : nullptr;
-  hooks.record_events = observer_ && observer_->wants_events();
   const StageExecutor::RunSpec spec{
       static_cast<int>(step),
-      microbatches_,
+      opts_.parallel.micro_batches_per_rank(),
       opts_.parallel.micro_batch,
       opts_.model.config.T,
       /*training=*/true,
       1.0 / (double(opts_.parallel.global_batch) * opts_.model.config.T)};
-  last_run_ = executor_->run(schedule_, spec, hooks);
+  last_run_ = stage_->run_schedule(spec, batches, observer_ ? &watcher : nullptr,
+                                  observer_ && observer_->wants_events());
   const StageExecutor::Result& run = last_run_;
 
   StepRecord r;
   r.step = step;
   r.run = &run;
   const auto t_reduce = Clock::now();
-  optimizer_->reduce_grads();  // tied-embedding sum, data-parallel reduction
+  optimizer.reduce_grads();  // tied-embedding sum, data-parallel reduction
   const auto t_optimizer = Clock::now();
   // The world all-reduce of norm and loss: a rank that got here first waits
   // for the last one (its drain as far as it can tell, pipeline/time_split.hpp).
-  const StepTotals totals = reduce_totals(run);
+  const StepTotals totals = stage_->reduce_totals(run);
   const auto t_reduced = Clock::now();
   r.loss = totals.mean_loss();
   r.grad_norm = totals.grad_norm;
   // Every rank sees the same sums, so every rank skips the same steps.
   r.skipped = !std::isfinite(totals.grad_norm) || !std::isfinite(r.loss);
   if (r.skipped)
-    optimizer_->skip_step();
+    optimizer.skip_step();
   else
-    optimizer_->step(lr_.at(step), clip_factor(totals.grad_norm, opts_.optimizer.clip));
+    optimizer.step(lr_.at(step), clip_factor(totals.grad_norm, opts_.optimizer.clip));
   const auto t_end = Clock::now();
 
   r.reduce = {StepPhase::ReduceGrads, clock_seconds(t_reduce), clock_seconds(t_optimizer)};
@@ -608,16 +511,14 @@ StepRecord Trainer::train_step(std::int64_t step) {
 // Validation: the first eval_batches micro-batches (rounded up to a multiple
 // of dp) of the validation order, through the shared forward-only evaluation.
 EvalTotals Trainer::evaluate() {
-  optimizer_->finish_gathers();
+  stage_->optimizer().finish_gathers();
   const int per_replica = (opts_.logging.eval_batches + opts_.parallel.dp - 1) / opts_.parallel.dp;
   EvalSpec spec;
   spec.microbatches = std::int64_t(per_replica) * opts_.parallel.dp;
   spec.micro_batch = opts_.parallel.micro_batch;
   spec.seq = opts_.model.config.T;
-  spec.batch = [&](std::int64_t g) {
-    return val_feed_->samples(g * opts_.parallel.micro_batch, opts_.parallel.micro_batch);
-  };
-  return wiola::evaluate(*executor_, *backend_, grid_, world_, spec);
+  spec.batch = [&](std::int64_t g) { return data_->validation_batch(g); };
+  return wiola::evaluate(stage_->executor(), stage_->backend(), grid_, world_, spec);
 }
 
 void Trainer::log_step(std::int64_t step, const StepRecord& r) {
@@ -637,27 +538,28 @@ void Trainer::log_step(std::int64_t step, const StepRecord& r) {
                      std::to_string(nonfinite_.limit()) + ")");
   }
   summary_.losses.push_back(r.loss);
-  if (step == start_step_) summary_.first_loss = r.loss;
+  if (step == position_.start_step) summary_.first_loss = r.loss;
   summary_.last_loss = r.loss;
   summary_.steps = step;
   log_window_.add(r.loss, double(opts_.parallel.global_batch) * opts_.model.config.T);
   const bool boundary = log_window_.boundary(step);
-  if (!boundary && step != total_steps_ && step != start_step_) return;
+  if (!boundary && step != position_.total_steps && step != position_.start_step) return;
   const auto now = Clock::now();
   const double elapsed = times_.elapsed(now);
   const double tps = log_window_.tokens_per_second(now);
-  const double eta = elapsed / double(step - start_step_ + 1) * double(total_steps_ - step);
+  const double eta = elapsed / double(step - position_.start_step + 1) *
+                     double(position_.total_steps - step);
   const double flops = tps * training_flops_per_token(opts_.model.config);
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "step %6lld/%lld | tokens %s | loss %.6f | lr %.3e | grad-norm %.3f | tok/s %8.0f | "
                 "GFLOP/s %6.2f | elapsed %s | eta %s\n",
-                static_cast<long long>(step), static_cast<long long>(total_steps_),
-                si_count(double(tokens_seen(step))).c_str(), log_window_.losses().mean(),
+                static_cast<long long>(step), static_cast<long long>(position_.total_steps),
+                si_count(double(position_.tokens_seen(step))).c_str(), log_window_.losses().mean(),
                 lr_.at(step), r.grad_norm, tps, flops / 1e9, duration_text(elapsed).c_str(),
                 duration_text(eta).c_str());
   say(buf);
-  metrics_.step({step, tokens_seen(step), log_window_.losses().mean(), r.loss, lr_.at(step),
+  metrics_.step({step, position_.tokens_seen(step), log_window_.losses().mean(), r.loss, lr_.at(step),
                  r.grad_norm, tps, flops, elapsed, int(log_window_.losses().steps), r.skipped});
   log_window_.printed(boundary);
 }
@@ -670,31 +572,31 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
   world_.allreduce(flags, 2, DType::I32, comm::ReduceOp::Max);
   const bool stop = flags[0] != 0;
   const bool exit_now = checkpoints_.exit_after(step);
-  const bool save_now = checkpoints_.save_after(step, stop, flags[1] != 0, total_steps_);
+  const bool save_now = checkpoints_.save_after(step, stop, flags[1] != 0, position_.total_steps);
   if (save_now && nonfinite_.in_a_row() > 0) {
     say("checkpoint of step " + std::to_string(step) +
         " not written: its loss or gradient norm is not finite (the last good checkpoint "
         "stays" + (summary_.last_checkpoint.empty() ? "" : ": " + summary_.last_checkpoint) +
         ")\n");
   } else if (save_now) {
-    if (!params_finite())
+    if (!stage_->params_finite())
       stop_nonfinite("step " + std::to_string(step) + ": the parameters are not finite");
     const auto t_save = Clock::now();
     CheckpointInfo saved;
     saved.step = step;
-    saved.consumed_samples = sample_base_ + (step - start_step_ + 1) * opts_.parallel.global_batch;
+    saved.consumed_samples = position_.consumed_after(step);
     saved.loss_window = log_window_.losses();
     saved.config = to_ini(opts_);
-    optimizer_->finish_gathers();  // no collective may still write what the checkpoint reads
-    const CheckpointContext ckpt{*model_, *optimizer_,         grid_,
-                                 world_,  opts_.parallel.zero, observer_};
-    summary_.last_checkpoint =
-        save_checkpoint(ckpt, opts_.checkpoint.save_dir, saved, opts_.checkpoint.keep);
+    // No collective may still write what the checkpoint reads.
+    stage_->optimizer().finish_gathers();
+    summary_.last_checkpoint = save_checkpoint(stage_->checkpoint_context(observer_),
+                                               opts_.checkpoint.save_dir, saved,
+                                               opts_.checkpoint.keep);
     checkpoints_.restart_clock();
     const auto t_saved = Clock::now();
     say("checkpoint: " + summary_.last_checkpoint + "\n");
     if (metrics_.enabled())
-      metrics_.checkpoint(step, tokens_seen(step), summary_.last_checkpoint,
+      metrics_.checkpoint(step, position_.tokens_seen(step), summary_.last_checkpoint,
                           seconds_between(t_save, t_saved),
                           directory_bytes(summary_.last_checkpoint));
   }
@@ -713,26 +615,27 @@ bool Trainer::checkpoint_and_stop(std::int64_t step) {
 }
 
 TrainSummary Trainer::run() {
-  summary_.first_step = start_step_;
+  summary_.first_step = position_.start_step;
   summary_.stages = specs_;
   if (opts_.dry_run) {
     say("dry run: the configuration, data, layout, memory estimate and output paths are fine; "
         "nothing was trained or written\n");
     return summary_;
   }
-  const bool can_eval = val_data_.has_value();
+  const bool can_eval = data_->has_validation();
   times_.start();
   log_window_.start_clock();
   checkpoints_.restart_clock();
-  for (std::int64_t step = start_step_; step <= total_steps_; ++step) {
+  const std::int64_t first = position_.start_step, last = position_.total_steps;
+  for (std::int64_t step = first; step <= last; ++step) {
     const StepRecord r = train_step(step);
-    times_.add(step == start_step_, r.times);
+    times_.add(step == first, r.times);
     if (observer_) observer_->on_step(r);
     log_step(step, r);
-    if (step == start_step_) report_memory();
+    if (step == first) report_memory();
     const bool eval_now =
         can_eval && ((opts_.logging.eval_interval > 0 && step % opts_.logging.eval_interval == 0) ||
-                     step == total_steps_);
+                     step == last);
     if (eval_now) {
       const EvalTotals val = evaluate();
       summary_.last_val_loss = val.mean_loss();
@@ -740,39 +643,26 @@ TrainSummary Trainer::run() {
       std::snprintf(buf, sizeof buf, "step %6lld | validation loss %.4f | perplexity %.2f\n",
                     static_cast<long long>(step), val.mean_loss(), val.perplexity());
       say(buf);
-      metrics_.validation(step, tokens_seen(step), summary_.last_val_loss);
+      metrics_.validation(step, position_.tokens_seen(step), summary_.last_val_loss);
     }
     if (opts_.logging.sample_every > 0 && step % opts_.logging.sample_every == 0)
       print_sample(step);
     if (checkpoint_and_stop(step)) break;
   }
-  summary_.completed = summary_.steps == total_steps_;
+  summary_.completed = summary_.steps == last;
   // Ending (at the last step or --exit-after-step) on bad steps is a failure;
   // a stop signal keeps its exit status (the last good checkpoint resumes).
   if (nonfinite_.in_a_row() > 0 && summary_.stop_signal == 0)
     stop_nonfinite("the run ended with " + std::to_string(nonfinite_.in_a_row()) +
                    " steps in a row whose loss or gradient norm was not finite");
-  if (summary_.steps >= start_step_)
-    summary_.tokens_per_second =
-        times_.tokens_per_second(double(opts_.parallel.global_batch) * opts_.model.config.T);
+  if (summary_.steps >= first)
+    summary_.tokens_per_second = times_.tokens_per_second(double(position_.tokens_per_step()));
   report_times();
   if (!opts_.checkpoint.export_weights.empty() && summary_.completed) {
-    if (!params_finite()) stop_nonfinite("the final parameters are not finite");
+    if (!stage_->params_finite()) stop_nonfinite("the final parameters are not finite");
     export_weights();
   }
   return summary_;
-}
-
-// True on every rank when every rank's parameters (its optimizer's range) are
-// finite: one all-reduce of the sums of squares.
-bool Trainer::params_finite() {
-  Backend& be = *backend_;
-  be.fill(totals_, 0.0);
-  be.sum_squares(optimizer_->master(), totals_.cols_slice(0, 1));
-  world_.allreduce(totals_, comm::ReduceOp::Sum);
-  double host[3];
-  be.to_host(totals_, host);
-  return std::isfinite(host[0]);
 }
 
 // Ends the run on every rank (they all see the same reduced values) without
@@ -792,7 +682,8 @@ void Trainer::stop_nonfinite(const std::string& what) const {
 // Per-stage time split, averaged over each stage's replicas, with the drain
 // aligned over every rank's sums (align_drains); bubble as wiola-profile's.
 void Trainer::report_times() {
-  if (summary_.steps < start_step_) return;  // no step ran (every rank knows)
+  if (summary_.steps < position_.start_step) return;  // no step ran (every rank knows)
+  const int microbatches = opts_.parallel.micro_batches_per_rank();
   const TimeSplit& t = times_.split();
   const std::vector<double> mine{t.compute, t.wait,      t.drain, t.comm,
                                  t.reduce,  t.optimizer, t.other, t.step};
@@ -814,7 +705,7 @@ void Trainer::report_times() {
   if (!rank0_) return;
   std::ostringstream os;
   if (times_.steady_steps() > 0)
-    os << "per-stage time over steps " << start_step_ + 1 << ".." << summary_.steps;
+    os << "per-stage time over steps " << position_.start_step + 1 << ".." << summary_.steps;
   else
     os << "per-stage time of step " << summary_.steps << ", the only one (warm-up included)";
   os << " (seconds; bubble = (wait + drain) / step, docs/profiling.md):\n";
@@ -832,50 +723,17 @@ void Trainer::report_times() {
   std::snprintf(buf, sizeof buf,
                 "  theory for %s with P=%d, v=%d, m=%d: bubble %.1f%%; throughput %.0f tokens/s\n",
                 std::string(pipeline::schedule_kind_name(opts_.parallel.schedule)).c_str(),
-                grid_.pp, opts_.parallel.virtual_stages, microbatches_,
+                grid_.pp, opts_.parallel.virtual_stages, microbatches,
                 100.0 * pipeline::theoretical_bubble(opts_.parallel.schedule, grid_.pp,
-                                                     microbatches_, opts_.parallel.virtual_stages),
+                                                     microbatches, opts_.parallel.virtual_stages),
                 summary_.tokens_per_second);
   os << buf;
   log_ << os.str() << std::flush;
 }
 
-// The full parameters, collected on world rank 0 from each stage's first
-// data-parallel replica (empty on the other ranks); collective.
-std::vector<NamedArray> Trainer::gather_weights() {
-  optimizer_->finish_gathers();
-  std::vector<NamedArray> out;
-  const int tag = 7;
-  StageModel& model = *model_;
-  if (grid_.world_rank != 0) {
-    if (grid_.dp_index() == 0) {
-      const std::vector<double> flat = to_host_f64(model.backend(), model.params().params());
-      world_.send(flat.data(), flat.size() * sizeof(double), 0, tag);
-    }
-  } else {
-    for (int s = 0; s < grid_.pp; ++s) {
-      const ParamLayout layout(model.config(), chunks_of(s));
-      std::vector<double> flat;
-      if (s == 0) {
-        flat = to_host_f64(model.backend(), model.params().params());
-      } else {
-        flat.resize(static_cast<std::size_t>(layout.total()));
-        world_.recv(flat.data(), flat.size() * sizeof(double), grid_.rank_of(s, 0), tag);
-      }
-      for (const ParamSpec& p : layout.entries()) {
-        if (s > 0 && p.name == param_names::kEmbed) continue;  // the tied copy
-        out.push_back({p.name, p.rows, p.cols,
-                       std::vector<double>(flat.begin() + p.offset,
-                                           flat.begin() + p.offset + p.numel())});
-      }
-    }
-  }
-  return out;
-}
-
 // --export-weights: the gathered parameters as a weights file.
 void Trainer::export_weights() {
-  const std::vector<NamedArray> out = gather_weights();
+  const std::vector<NamedArray> out = stage_->gather_weights();
   if (rank0_) {
     write_weights_file(opts_.checkpoint.export_weights, opts_.model.config, out,
                        wide_dtype(opts_.device.dtype));
@@ -887,12 +745,12 @@ void Trainer::export_weights() {
 // --sample-every: rank 0 continues the sample prompt greedily. One CPU stage
 // holds the whole model already; otherwise the parameters are gathered.
 void Trainer::print_sample(std::int64_t step) {
-  optimizer_->finish_gathers();  // the parameters the sample reads are complete
+  stage_->optimizer().finish_gathers();  // the parameters the sample reads are complete
   std::string text;
-  if (grid_.pp == 1 && backend_->device() == Device::CPU) {
-    if (rank0_) text = sampler_->sample(*model_);
+  if (grid_.pp == 1 && device_ == Device::CPU) {
+    if (rank0_) text = sampler_->sample(stage_->model());
   } else {
-    const std::vector<NamedArray> params = gather_weights();
+    const std::vector<NamedArray> params = stage_->gather_weights();
     if (rank0_) text = sampler_->sample(params);
   }
   say("step " + std::to_string(step) + " | sample: " + text + "\n");

@@ -1,5 +1,6 @@
 // The training loop's small parts, each from its options: when a checkpoint
-// is written, when non-finite steps stop the run, what a log line averages.
+// is written, when non-finite steps stop the run, what a log line averages,
+// where a (resumed) run is in the global sample order.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include "train/checkpoint_schedule.hpp"
 #include "train/log_window.hpp"
 #include "train/nonfinite_steps.hpp"
+#include "train/run_position.hpp"
 #include "train/run_times.hpp"
 
 namespace wiola {
@@ -65,6 +67,28 @@ TEST(LogWindow, AveragesSinceTheLastBoundaryAcrossARestore) {
   w.add(2.0, 100);
   w.printed(true);
   EXPECT_EQ(w.losses().steps, 0);
+}
+
+// A run resumed after step 10 of G = 8 sequences of T = 16 tokens, on dp = 2
+// replicas of 4 sequences each: the samples of step 11 are 80..87, replica 1's
+// share starts at 84, and a checkpoint after step 11 records 88 consumed.
+TEST(RunPosition, ReplicaSharesAndTheDataPositionOfAResumedRun) {
+  RunPosition p;
+  p.start_step = 11;
+  p.sample_base = 80;
+  p.total_steps = 20;
+  p.global_batch = 8;
+  p.seq = 16;
+  EXPECT_EQ(p.first_sample(11), 80);
+  EXPECT_EQ(p.first_sample(12), 88);
+  EXPECT_EQ(p.replica_first_sample(11, 0, 2), 80);
+  EXPECT_EQ(p.replica_first_sample(11, 1, 2), 84);
+  EXPECT_EQ(p.replica_first_sample(13, 1, 2), 100);
+  EXPECT_EQ(p.consumed_after(11), 88);
+  EXPECT_EQ(p.tokens_seen(11), 88 * 16);
+  EXPECT_EQ(p.tokens_seen(20), 160 * 16);  // the whole budget, earlier run included
+  EXPECT_EQ(p.tokens_per_step(), 128);
+  EXPECT_EQ(p.budget_tokens(), 20 * 128);
 }
 
 TEST(RunTimes, TheFirstStepApartFromTheSteadyOnes) {
