@@ -1,6 +1,7 @@
 // The CUDA backend's memory, elementwise, reduction, linear and optimizer ops
 // against the CPU backend in fp64 (device_compare.hpp), in fp32 and bf16.
 #include <limits>
+#include <string_view>
 #include <tuple>
 
 #include "device_compare.hpp"
@@ -64,6 +65,61 @@ WIOLA_DEVICE_OP_TEST(CudaMemoryOps, RawBytesThroughHostMemory, Op::copy_from_hos
     be->copy_from_host(staged.data(), static_cast<unsigned char*>(to->data()) + 2 * size, size);
   }
   expect_close("a row staged through host memory", a, {0, 0});
+}
+
+// Fill, copy and convert move 16-byte chunks when every view's rows start
+// 16-byte aligned and hold whole chunks, and single elements otherwise; the
+// values are the same either way, and nothing outside the view is touched.
+// The placements of a 12 x 64 view: a tensor of its own, columns [8, 72) of a
+// 12 x 80 tensor (chunked), columns [1, 65) of a 12 x 65 tensor (neither
+// aligned nor whole chunks). Sources in the suite's dtype, destinations in
+// bf16, fp32 and fp64 (same dtype: a copy).
+WIOLA_DEVICE_OP_TEST(CudaMemoryOps, ChunkedAndElementwisePathsGiveTheSameValues, Op::fill,
+                     Op::copy, Op::convert) {
+  constexpr std::int64_t R = 12, C = 64;
+  const std::vector<double> values = random_vector(R * C, 21, -3, 3);
+  const auto stored = [](DType t, double v) {
+    return t == DType::F64 ? v : round_to(t, double(float(v)));
+  };
+  struct Placement {
+    std::int64_t width, first;
+  };
+  constexpr double kOutside = 7.0;
+  for (const Placement p : {Placement{C, 0}, Placement{80, 8}, Placement{65, 1}}) {
+    // A view of R x C at columns [first, first + C) of a wide tensor whose
+    // other columns hold kOutside; `inside(i, j)` is the view's element.
+    const auto place = [&](DType t, const auto& inside) {
+      std::vector<double> host(static_cast<std::size_t>(R * p.width), kOutside);
+      for (std::int64_t i = 0; i < R; ++i)
+        for (std::int64_t j = 0; j < C; ++j) host[i * p.width + p.first + j] = inside(i, j);
+      return upload(dev(), t, R, p.width, host);
+    };
+    const auto check = [&](std::string_view what, const Tensor& wide, const auto& expected) {
+      const std::vector<double> got = read(dev(), wide);
+      for (std::int64_t i = 0; i < R; ++i)
+        for (std::int64_t j = 0; j < p.width; ++j) {
+          const bool in = j >= p.first && j < p.first + C;
+          ASSERT_EQ(got[i * p.width + j], in ? expected(i, j - p.first) : kOutside)
+              << what << ", placement " << p.width << "/" << p.first << ", row " << i
+              << ", column " << j;
+        }
+    };
+    const auto value = [&](std::int64_t i, std::int64_t j) { return values[i * C + j]; };
+    const Tensor src_wide = place(dtype(), value);
+    const Tensor src = src_wide.cols_slice(p.first, p.first + C);
+    for (DType to : {DType::BF16, DType::F32, DType::F64}) {
+      const Tensor dst_wide = place(to, [](std::int64_t, std::int64_t) { return 0.0; });
+      const Tensor dst = dst_wide.cols_slice(p.first, p.first + C);
+      if (to == dtype())
+        dev().copy(src, dst);
+      else
+        dev().convert(src, dst);
+      check(dtype_name(to), dst_wide,
+            [&](std::int64_t i, std::int64_t j) { return stored(to, stored(dtype(), value(i, j))); });
+      dev().fill(dst, -0.3);
+      check("fill", dst_wide, [&](std::int64_t, std::int64_t) { return stored(to, -0.3); });
+    }
+  }
 }
 
 // The elementwise kernel moves 16-byte packs when every view's rows start

@@ -43,6 +43,39 @@ inline unsigned blocks_for(std::int64_t n) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
 }
 
+// `Width` consecutive elements, moved with 16-byte loads and stores
+// (Width · sizeof(T) is a multiple of 16; the first element 16-byte aligned).
+template <class T, int Width>
+struct alignas(16) Chunk {
+  static_assert(Width * sizeof(T) % 16 == 0, "a chunk is whole 16-byte words");
+  T v[Width];
+};
+
+// Whether a view's rows start 16-byte aligned and hold whole chunks of
+// `width` elements of `elem_bytes` each.
+inline bool rows_in_chunks(const void* p, std::int64_t ld, std::int64_t cols, int width,
+                           std::int64_t elem_bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && ld * elem_bytes % 16 == 0 &&
+         cols % width == 0;
+}
+
+// The launch shape of a 2D grid-stride loop over rows x units (a unit: one
+// chunk or pack per thread): threads across a row's units (a warp at
+// least), the rest of the block down the rows. No thread divides to find
+// its element.
+struct Grid2D {
+  dim3 grid, block;
+};
+inline Grid2D grid_2d(std::int64_t rows, std::int64_t units) {
+  const std::int64_t tx = units >= kThreads ? kThreads : (units + 31) / 32 * 32;
+  const std::int64_t bx = tx < 32 ? 32 : tx;
+  const std::int64_t ty = kThreads / bx;
+  const std::int64_t gx = (units + bx - 1) / bx, gy = (rows + ty - 1) / ty;
+  return {dim3(static_cast<unsigned>(gx < kMaxBlocks ? gx : kMaxBlocks),
+               static_cast<unsigned>(gy < 65535 ? gy : 65535)),
+          dim3(static_cast<unsigned>(bx), static_cast<unsigned>(ty))};
+}
+
 // Element e of a rows x cols view, row by row.
 struct Index2D {
   std::int64_t r, c;

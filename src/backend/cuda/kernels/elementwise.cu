@@ -112,13 +112,8 @@ void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*
         for (int k = 0; k < NI; ++k) vi.at[k].ld = shape.numel();
         for (int k = 0; k < NO; ++k) vo.at[k].ld = shape.numel();
       }
-      // Threads across a row's packs (a warp at least), the rest of the block down the rows.
-      const std::int64_t tx = std::min<std::int64_t>(kThreads, std::max<std::int64_t>(32, (packs + 31) / 32 * 32));
-      const std::int64_t ty = kThreads / tx;
-      const dim3 block(static_cast<unsigned>(tx), static_cast<unsigned>(ty));
-      const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((packs + tx - 1) / tx, kMaxBlocks)),
-                      static_cast<unsigned>(std::min<std::int64_t>((rows + ty - 1) / ty, 65535)));
-      WIOLA_LAUNCH((map_packed_kernel<T, NI, NO, F>), grid, block, 0,
+      const Grid2D g = grid_2d(rows, packs);
+      WIOLA_LAUNCH((map_packed_kernel<T, NI, NO, F>), g.grid, g.block, 0,
                    static_cast<cudaStream_t>(s))(rows, packs, vi, vo, f);
       return;
     }
