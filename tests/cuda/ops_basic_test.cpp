@@ -310,6 +310,35 @@ WIOLA_DEVICE_OP_TEST(CudaOptimizerOps, AdamWOnFp32MasterWeights, Op::adamw_step)
   EXPECT_THROW(dev().adamw_step(h, b16, b16, b16, b16), Error);
 }
 
+// AdamW moves 16-byte chunks of each array when all four start 16-byte
+// aligned and the range holds whole chunks, single elements otherwise: the
+// same update per element, so the same bits. The same 1000 values at offset
+// 0 (chunked) and at offset 1 of a 1001-wide row (element by element).
+WIOLA_DEVICE_OP_TEST(CudaOptimizerOps, AdamWChunkedAndElementwisePathsGiveTheSameBits,
+                     Op::adamw_step) {
+  const int n = 1000;
+  const Backend::AdamW h{3e-4, 0.9, 0.95, 1e-8, 0.1, 0.5, 7};
+  std::vector<double> result[2][3];
+  for (int offset : {0, 1}) {
+    const auto place = [&](std::uint64_t seed, double lo, double hi) {
+      std::vector<double> host(n + offset, 0.0);
+      const std::vector<double> values = random_vector(n, seed, lo, hi);
+      std::copy(values.begin(), values.end(), host.begin() + offset);
+      return upload(dev(), DType::F32, 1, n + offset, host).cols_slice(offset, offset + n);
+    };
+    const Tensor p = place(16, -1, 1), g = place(17, -0.1, 0.1), m = place(18, -0.01, 0.01),
+                 v = place(19, 0.0, 0.001);
+    dev().adamw_step(h, p, g, m, v);
+    result[offset][0] = read(dev(), p);
+    result[offset][1] = read(dev(), m);
+    result[offset][2] = read(dev(), v);
+  }
+  const char* names[] = {"param", "m", "v"};
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(result[1][k][i], result[0][k][i]) << names[k] << ", element " << i;
+}
+
 WIOLA_DEVICE_OP_SUITE(CudaMemoryOps);
 WIOLA_DEVICE_OP_SUITE(CudaElementwiseOps);
 WIOLA_DEVICE_OP_SUITE(CudaReductionOps);
