@@ -1,4 +1,5 @@
-// Embedding gather (one thread per element) and scatter-add (owner computes,
+// Embedding gather (one thread per element, rows and columns from a 2D grid)
+// and scatter-add (owner computes,
 // scatter.cuh: each dtable element has one owning thread that adds the rows
 // of its token in ascending token order, so no atomics and the same bits on
 // every run).
@@ -14,12 +15,13 @@ template <class T>
 __global__ void embedding_gather(std::int64_t n, std::int64_t d, std::int64_t vocab,
                                  const std::int32_t* tok, const T* table, std::int64_t ldt,
                                  T* out, std::int64_t ldo) {
-  const std::int64_t total = n * d;
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    const Index2D i = split(e, d);
-    const std::int64_t v = tok[i.r];
-    out[i.r * ldo + i.c] = v >= 0 && v < vocab ? table[v * ldt + i.c] : from_float<T>(NAN);
+  for (std::int64_t r = blockIdx.y * std::int64_t(blockDim.y) + threadIdx.y; r < n;
+       r += std::int64_t(gridDim.y) * blockDim.y) {
+    const std::int64_t v = tok[r];
+    const bool known = v >= 0 && v < vocab;
+    for (std::int64_t c = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; c < d;
+         c += std::int64_t(gridDim.x) * blockDim.x)
+      out[r * ldo + c] = known ? table[v * ldt + c] : from_float<T>(NAN);
   }
 }
 
@@ -50,8 +52,8 @@ void embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out,
   if (out.numel() == 0) return;
   auto launch = [&](auto zero) {
     using T = decltype(zero);
-    WIOLA_LAUNCH(embedding_gather<T>, dim3(blocks_for(out.numel())), dim3(kThreads), 0,
-                 static_cast<cudaStream_t>(s))(
+    const Grid2D g = grid_2d(out.rows(), out.cols());
+    WIOLA_LAUNCH(embedding_gather<T>, g.grid, g.block, 0, static_cast<cudaStream_t>(s))(
         out.rows(), out.cols(), table.rows(), static_cast<const std::int32_t*>(tokens.data()),
         static_cast<const T*>(table.data()), table.ld(), static_cast<T*>(out.data()), out.ld());
   };

@@ -1,5 +1,6 @@
 // ATM row maps: row_cosine_next is one warp per row (three fp32 dot products
-// reduced by shuffles); merge_rows_fwd one thread per element;
+// reduced by shuffles); merge_rows_fwd one thread per element (rows and
+// columns from a 2D grid);
 // merge_rows_bwd the owner-computes scatter-add of scatter.cuh.
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/row_maps.hpp"
@@ -45,21 +46,22 @@ template <class T>
 __global__ void merge_fwd_kernel(std::int64_t rows, std::int64_t d, std::int64_t src_rows,
                                  const T* src, std::int64_t lds, const std::int32_t* ia,
                                  const std::int32_t* ib, T* dst, std::int64_t ldd) {
-  const std::int64_t total = rows * d;
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    const Index2D i = split(e, d);
-    const std::int64_t a = ia[i.r], b = ib[i.r];
-    float v;
-    if (a < 0)
-      v = 0.0f;
-    else if (a >= src_rows || b >= src_rows)
-      v = NAN;
-    else if (b < 0)
-      v = to_float(src[a * lds + i.c]);
-    else
-      v = (to_float(src[a * lds + i.c]) + to_float(src[b * lds + i.c])) * 0.5f;
-    dst[i.r * ldd + i.c] = from_float<T>(v);
+  for (std::int64_t r = blockIdx.y * std::int64_t(blockDim.y) + threadIdx.y; r < rows;
+       r += std::int64_t(gridDim.y) * blockDim.y) {
+    const std::int64_t a = ia[r], b = ib[r];
+    for (std::int64_t c = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; c < d;
+         c += std::int64_t(gridDim.x) * blockDim.x) {
+      float v;
+      if (a < 0)
+        v = 0.0f;
+      else if (a >= src_rows || b >= src_rows)
+        v = NAN;
+      else if (b < 0)
+        v = to_float(src[a * lds + c]);
+      else
+        v = (to_float(src[a * lds + c]) + to_float(src[b * lds + c])) * 0.5f;
+      dst[r * ldd + c] = from_float<T>(v);
+    }
   }
 }
 
@@ -98,8 +100,8 @@ void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
   if (dst.numel() == 0) return;
   with_compute_type(src.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    WIOLA_LAUNCH(merge_fwd_kernel<T>, dim3(blocks_for(dst.numel())), dim3(kThreads), 0,
-                 static_cast<cudaStream_t>(s))(
+    const Grid2D g = grid_2d(dst.rows(), dst.cols());
+    WIOLA_LAUNCH(merge_fwd_kernel<T>, g.grid, g.block, 0, static_cast<cudaStream_t>(s))(
         dst.rows(), dst.cols(), src.rows(), static_cast<const T*>(src.data()), src.ld(),
         static_cast<const std::int32_t*>(idx_a.data()),
         static_cast<const std::int32_t*>(idx_b.data()), static_cast<T*>(dst.data()), dst.ld());

@@ -96,17 +96,20 @@ __global__ void sequence_fwd(std::int64_t tiles, int seq, std::int64_t d, const 
   s[sl.b * lds + sl.c] = from_float<T>(total / static_cast<float>(seq));
 }
 
-// dx[b,u] += ds[b] / seq, one thread per element.
+// dx[b,u] += ds[b] / seq, one thread per element (rows and columns from a
+// 2D grid: one division per row, none per element).
 template <class T>
 __global__ void sequence_bwd(std::int64_t rows, int seq, std::int64_t d, const T* ds,
                              std::int64_t ldds, T* dx, std::int64_t lddx) {
-  const std::int64_t total = rows * d;
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    const Index2D i = split(e, d);
-    T* out = dx + i.r * lddx + i.c;
-    const float g = to_float(ds[(i.r / seq) * ldds + i.c]) / static_cast<float>(seq);
-    *out = from_float<T>(to_float(*out) + g);
+  for (std::int64_t r = blockIdx.y * std::int64_t(blockDim.y) + threadIdx.y; r < rows;
+       r += std::int64_t(gridDim.y) * blockDim.y) {
+    const T* g_row = ds + (r / seq) * ldds;
+    T* out_row = dx + r * lddx;
+    for (std::int64_t c = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; c < d;
+         c += std::int64_t(gridDim.x) * blockDim.x) {
+      const float g = to_float(g_row[c]) / static_cast<float>(seq);
+      out_row[c] = from_float<T>(to_float(out_row[c]) + g);
+    }
   }
 }
 
@@ -140,12 +143,14 @@ void summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq, const T
     using T = decltype(zero);
     const T* dsp = static_cast<const T*>(ds.data());
     T* dxp = static_cast<T*>(dx.data());
-    if (mode == SummaryMode::Causal)
+    if (mode == SummaryMode::Causal) {
       WIOLA_LAUNCH(causal_bwd<T>, dim3(static_cast<unsigned>(tiles * batch)), dim3(kSlices * 32),
                    0, stream)(tiles, seq, d, dsp, ds.ld(), dxp, dx.ld());
-    else
-      WIOLA_LAUNCH(sequence_bwd<T>, dim3(blocks_for(dx.numel())), dim3(kThreads), 0, stream)(
-          dx.rows(), seq, d, dsp, ds.ld(), dxp, dx.ld());
+    } else {
+      const Grid2D g = grid_2d(dx.rows(), d);
+      WIOLA_LAUNCH(sequence_bwd<T>, g.grid, g.block, 0, stream)(dx.rows(), seq, d, dsp, ds.ld(),
+                                                                dxp, dx.ld());
+    }
   });
   WIOLA_CHECK_LAUNCH("summary_bwd");
 }
