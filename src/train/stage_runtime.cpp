@@ -20,8 +20,11 @@ StageRuntime::StageRuntime(std::unique_ptr<Backend> backend, comm::Communicator&
       zero_(parallel.zero),
       backend_(std::move(backend)) {
   backend_->reserve_memory(reserve_bytes);
-  if (backend_->device() != Device::CPU)
+  if (backend_->device() != Device::CPU) {
+    previous_staging_ = world_.device_staging();
     world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
+    installed_staging_ = true;
+  }
   // On GPUs: each group over NCCL where its ranks have a GPU each (rank 0 says
   // which), when this process has NCCL (the CUDA plugin installs the maker).
   if (backend_->device() == Device::CUDA && backend_->native_stream()) {
@@ -46,7 +49,11 @@ StageRuntime::StageRuntime(std::unique_ptr<Backend> backend, comm::Communicator&
   totals_ = backend_->alloc(DType::F64, 1, 3);
 }
 
-StageRuntime::~StageRuntime() = default;
+// The world outlives this stage (a caller may train again on it): it must not
+// keep a staging that refers to this stage's backend.
+StageRuntime::~StageRuntime() {
+  if (installed_staging_) world_.set_device_staging(std::move(previous_staging_));
+}
 
 std::vector<StageSpec> StageRuntime::chunks_of(int stage) const {
   return stage_chunks(specs_, grid_.pp, stage);

@@ -150,6 +150,9 @@ TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {
   ref.device.dtype = DType::F32;
   std::ostringstream log_dev, log_ref;
   const TrainSummary a = train(o, g_mpi->world(), g_mpi->host(), log_dev);
+  // The device run's staging (host copies of device buffers, through its
+  // backend) must not outlive that backend on the world.
+  EXPECT_EQ(g_mpi->world().device_staging(), nullptr);
   const TrainSummary b = train(ref, g_mpi->world(), g_mpi->host(), log_ref);
   EXPECT_NE(log_dev.str().find("device cuda"), std::string::npos) << log_dev.str();
   ASSERT_EQ(a.losses.size(), 20u);
