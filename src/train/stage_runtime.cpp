@@ -23,7 +23,6 @@ StageRuntime::StageRuntime(std::unique_ptr<Backend> backend, comm::Communicator&
   if (backend_->device() != Device::CPU) {
     previous_staging_ = world_.device_staging();
     world_.set_device_staging(std::make_shared<BackendStaging>(*backend_));
-    installed_staging_ = true;
   }
   // On GPUs: each group over NCCL where its ranks have a GPU each (rank 0 says
   // which), when this process has NCCL (the CUDA plugin installs the maker).
@@ -52,7 +51,7 @@ StageRuntime::StageRuntime(std::unique_ptr<Backend> backend, comm::Communicator&
 // The world outlives this stage (a caller may train again on it): it must not
 // keep a staging that refers to this stage's backend.
 StageRuntime::~StageRuntime() {
-  if (installed_staging_) world_.set_device_staging(std::move(previous_staging_));
+  if (backend_->device() != Device::CPU) world_.set_device_staging(std::move(previous_staging_));
 }
 
 std::vector<StageSpec> StageRuntime::chunks_of(int stage) const {

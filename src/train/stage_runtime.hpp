@@ -78,8 +78,7 @@ class StageRuntime {
   std::vector<Action> schedule_;
   Tensor totals_;  // F64 [1, 3]: Σ g², Σ loss, tokens (backend memory)
   // The world's staging before this stage installed its backend's (device
-  // runs only); put back on destruction, before the backend goes.
-  bool installed_staging_ = false;
+  // backends only); put back on destruction, before the backend goes.
   std::shared_ptr<comm::DeviceStaging> previous_staging_;
 };
 

@@ -13,8 +13,8 @@ DataConfig data_config(const DataOptions& o) {
 }  // namespace
 
 TrainingData::TrainingData(const DataOptions& options, int seq)
-    : options_(options),
-      seq_(seq),
+    : seq_(seq),
+      prefetch_(options.prefetch),
       train_(wiola::train_spec(data_config(options))),
       val_(wiola::val_spec(data_config(options))) {
   const TokenDataset probe(train_, seq);
@@ -36,7 +36,7 @@ void TrainingData::open_feeds(const comm::ProcessGrid& grid, const ParallelOptio
                               std::uint64_t seed) {
   if (!grid.first_stage() && !grid.last_stage()) return;
   FeedOptions fo;
-  fo.prefetch = options_.prefetch;
+  fo.prefetch = prefetch_;
   // Training: replica r reads [r·G/dp, (r+1)·G/dp) of every step's G samples.
   train_feed_ = std::make_unique<BatchFeed>(train_, seq_, seed, fo);
   const std::int64_t share = parallel.global_batch / parallel.dp;

@@ -38,8 +38,8 @@ class TrainingData {
   HostBatch validation_batch(std::int64_t g) const;
 
  private:
-  DataOptions options_;
   int seq_;
+  int prefetch_;  // --prefetch
   DatasetSpec train_;
   std::optional<DatasetSpec> val_;
   std::int64_t vocab_ = 0;

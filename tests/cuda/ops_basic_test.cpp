@@ -114,8 +114,9 @@ WIOLA_DEVICE_OP_TEST(CudaMemoryOps, ChunkedAndElementwisePathsGiveTheSameValues,
         dev().copy(src, dst);
       else
         dev().convert(src, dst);
-      check(dtype_name(to), dst_wide,
-            [&](std::int64_t i, std::int64_t j) { return stored(to, stored(dtype(), value(i, j))); });
+      check(dtype_name(to), dst_wide, [&](std::int64_t i, std::int64_t j) {
+        return stored(to, stored(dtype(), value(i, j)));
+      });
       dev().fill(dst, -0.3);
       check("fill", dst_wide, [&](std::int64_t, std::int64_t) { return stored(to, -0.3); });
     }

@@ -59,9 +59,11 @@ __global__ void adamw_chunks_kernel(std::int64_t chunks, Hyper h, T* param, cons
   }
 }
 
+// Launches the chunked kernel where it applies, else the element one;
+// returns the name of the kernel launched.
 template <class T>
-void launch_adamw(std::int64_t n, const Hyper& h, const Tensor& param, const Tensor& grad,
-                  const Tensor& m, const Tensor& v, cudaStream_t stream, const char*& kernel) {
+const char* launch_adamw(std::int64_t n, const Hyper& h, const Tensor& param, const Tensor& grad,
+                         const Tensor& m, const Tensor& v, cudaStream_t stream) {
   constexpr int W = kAdamWidth<T>;
   auto* pp = static_cast<T*>(param.data());
   auto* gp = static_cast<const T*>(grad.data());
@@ -72,14 +74,13 @@ void launch_adamw(std::int64_t n, const Hyper& h, const Tensor& param, const Ten
                           static_cast<const void*>(mp), static_cast<const void*>(vp)})
     chunked = chunked && reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0;
   if (chunked) {
-    kernel = "adamw_chunks_kernel";
     WIOLA_LAUNCH(adamw_chunks_kernel<T>, dim3(blocks_for(n / W)), dim3(kThreads), 0, stream)(
         n / W, h, pp, gp, mp, vp);
-  } else {
-    kernel = "adamw_kernel";
-    WIOLA_LAUNCH(adamw_kernel<T>, dim3(blocks_for(n)), dim3(kThreads), 0, stream)(n, h, pp, gp,
-                                                                                   mp, vp);
+    return "adamw_chunks_kernel";
   }
+  WIOLA_LAUNCH(adamw_kernel<T>, dim3(blocks_for(n)), dim3(kThreads), 0, stream)(n, h, pp, gp, mp,
+                                                                                 vp);
+  return "adamw_kernel";
 }
 
 }  // namespace
@@ -97,11 +98,9 @@ void adamw_step(const Backend::AdamW& a, const Tensor& param, const Tensor& grad
                 1.0 - std::pow(a.beta1, static_cast<double>(a.step)),
                 1.0 - std::pow(a.beta2, static_cast<double>(a.step))};
   auto stream = static_cast<cudaStream_t>(s);
-  const char* kernel = "adamw_kernel";
-  if (param.dtype() == DType::F64)
-    launch_adamw<double>(n, h, param, grad, m, v, stream, kernel);
-  else
-    launch_adamw<float>(n, h, param, grad, m, v, stream, kernel);
+  const char* kernel = param.dtype() == DType::F64
+                           ? launch_adamw<double>(n, h, param, grad, m, v, stream)
+                           : launch_adamw<float>(n, h, param, grad, m, v, stream);
   WIOLA_CHECK_LAUNCH(kernel);
 }
 

@@ -2,9 +2,11 @@
 // What every kernel file shares: fp32 arithmetic on fp32 or bf16 storage, the
 // launch shape of elementwise kernels, and deterministic block reductions.
 #include <cstdint>
+#include <span>
 
 #include "backend/cuda/cuda_compat.hpp"
 #include "core/dtype.hpp"
+#include "core/tensor.hpp"
 
 namespace wiola::cuda::kernels {
 
@@ -57,6 +59,31 @@ inline bool rows_in_chunks(const void* p, std::int64_t ld, std::int64_t cols, in
                            std::int64_t elem_bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && ld * elem_bytes % 16 == 0 &&
          cols % width == 0;
+}
+
+// The chunked walk of views of one shape: rows x chunks of `width`
+// elements, or one long row when every view is contiguous (full blocks
+// whatever the width). Not ok when some view's rows do not hold whole
+// 16-byte-aligned chunks.
+struct ChunkWalk {
+  bool ok = false;
+  bool contiguous = false;
+  std::int64_t rows = 0, chunks = 0;
+  // The row stride the chunked kernel takes for `t` (one of the views).
+  std::int64_t ld_of(const Tensor& t) const { return contiguous ? t.numel() : t.ld(); }
+};
+inline ChunkWalk chunk_walk(std::span<const Tensor* const> views, int width) {
+  const Tensor& shape = *views.front();
+  ChunkWalk w;
+  w.contiguous = true;
+  for (const Tensor* t : views) {
+    if (!rows_in_chunks(t->data(), t->ld(), shape.cols(), width, dtype_size(t->dtype()))) return w;
+    w.contiguous = w.contiguous && t->ld() == shape.cols();
+  }
+  w.ok = true;
+  w.rows = w.contiguous ? 1 : shape.rows();
+  w.chunks = (w.contiguous ? shape.numel() : shape.cols()) / width;
+  return w;
 }
 
 // The launch shape of a 2D grid-stride loop over rows x units (a unit: one

@@ -1,6 +1,5 @@
 // One generic map kernel: NI inputs and NO outputs of one storage type,
 // each a strided view, and a functor computing in fp32 per element.
-#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -40,10 +39,9 @@ __global__ void map_kernel(std::int64_t rows, std::int64_t cols, Views<const T, 
 
 // 16 bytes of consecutive elements: one vector load or store.
 template <class T>
-struct alignas(16) Pack {
-  static constexpr int kSize = 16 / static_cast<int>(sizeof(T));
-  T v[kSize];
-};
+constexpr int kPackSize = 16 / static_cast<int>(sizeof(T));
+template <class T>
+using Pack = Chunk<T, kPackSize<T>>;
 
 // The same map over views whose rows start 16-byte aligned and hold whole
 // packs: each thread moves one pack per input and output, and rows and packs
@@ -52,7 +50,7 @@ struct alignas(16) Pack {
 template <class T, int NI, int NO, class F>
 __global__ void map_packed_kernel(std::int64_t rows, std::int64_t packs, Views<const T, NI> in,
                                   Views<T, NO> out, F f) {
-  constexpr int V = Pack<T>::kSize;
+  constexpr int V = kPackSize<T>;
   for (std::int64_t r = blockIdx.y * std::int64_t(blockDim.y) + threadIdx.y; r < rows;
        r += std::int64_t(gridDim.y) * blockDim.y) {
     for (std::int64_t g = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; g < packs;
@@ -74,13 +72,6 @@ __global__ void map_packed_kernel(std::int64_t rows, std::int64_t packs, Views<c
   }
 }
 
-// Whether every view's rows start 16-byte aligned and hold whole packs.
-template <class T>
-bool packable(const void* p, std::int64_t ld, std::int64_t cols) {
-  constexpr std::int64_t V = Pack<T>::kSize;
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && ld % V == 0 && cols % V == 0;
-}
-
 template <int NI, int NO, class F>
 void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*, NO>& out, F f,
          Stream s) {
@@ -91,30 +82,24 @@ void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*
     using T = decltype(zero);
     Views<const T, NI> vi{};
     Views<T, NO> vo{};
-    bool packed = true;
+    std::array<const Tensor*, NI + NO> views{};
     for (int k = 0; k < NI; ++k) {
       vi.at[k] = {static_cast<const T*>(in[k]->data()), in[k]->ld()};
-      packed = packed && packable<T>(in[k]->data(), in[k]->ld(), shape.cols());
+      views[k] = in[k];
     }
     for (int k = 0; k < NO; ++k) {
       vo.at[k] = {static_cast<T*>(out[k]->data()), out[k]->ld()};
-      packed = packed && packable<T>(out[k]->data(), out[k]->ld(), shape.cols());
+      views[NI + k] = out[k];
     }
-    if (packed) {
+    // Packed when every view's rows start 16-byte aligned and hold whole packs.
+    const ChunkWalk w = chunk_walk(views, kPackSize<T>);
+    if (w.ok) {
       kernel = "map_packed_kernel";
-      // A contiguous tensor is one long row: full blocks whatever its width.
-      bool contiguous = true;
-      for (int k = 0; k < NI; ++k) contiguous = contiguous && in[k]->ld() == shape.cols();
-      for (int k = 0; k < NO; ++k) contiguous = contiguous && out[k]->ld() == shape.cols();
-      const std::int64_t rows = contiguous ? 1 : shape.rows();
-      const std::int64_t packs = (contiguous ? shape.numel() : shape.cols()) / Pack<T>::kSize;
-      if (contiguous) {
-        for (int k = 0; k < NI; ++k) vi.at[k].ld = shape.numel();
-        for (int k = 0; k < NO; ++k) vo.at[k].ld = shape.numel();
-      }
-      const Grid2D g = grid_2d(rows, packs);
+      for (int k = 0; k < NI; ++k) vi.at[k].ld = w.ld_of(*in[k]);
+      for (int k = 0; k < NO; ++k) vo.at[k].ld = w.ld_of(*out[k]);
+      const Grid2D g = grid_2d(w.rows, w.chunks);
       WIOLA_LAUNCH((map_packed_kernel<T, NI, NO, F>), g.grid, g.block, 0,
-                   static_cast<cudaStream_t>(s))(rows, packs, vi, vo, f);
+                   static_cast<cudaStream_t>(s))(w.rows, w.chunks, vi, vo, f);
       return;
     }
     WIOLA_LAUNCH((map_kernel<T, NI, NO, F>), dim3(blocks_for(shape.numel())), dim3(kThreads), 0,

@@ -1,8 +1,6 @@
 // Fill, strided copy and conversion. Views whose rows start 16-byte aligned
 // and hold whole chunks move one chunk per thread with 16-byte accesses on a
 // 2D grid (no division); other views one element per thread.
-#include <initializer_list>
-
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/memory.hpp"
 #include "core/error.hpp"
@@ -85,29 +83,6 @@ __global__ void convert_chunks_kernel(std::int64_t rows, std::int64_t chunks, co
   }
 }
 
-// The chunked walk of views of one shape: rows x chunks of `width`
-// elements, or one long row when every view is contiguous (full blocks
-// whatever the width). Empty when some view's rows do not hold whole
-// 16-byte-aligned chunks.
-struct ChunkWalk {
-  bool ok = false;
-  std::int64_t rows = 0, chunks = 0;
-  bool contiguous = false;
-};
-ChunkWalk chunk_walk(std::initializer_list<const Tensor*> views, int width) {
-  const Tensor& shape = **views.begin();
-  ChunkWalk w;
-  w.contiguous = true;
-  for (const Tensor* t : views) {
-    if (!rows_in_chunks(t->data(), t->ld(), shape.cols(), width, dtype_size(t->dtype()))) return w;
-    w.contiguous = w.contiguous && t->ld() == shape.cols();
-  }
-  w.ok = true;
-  w.rows = w.contiguous ? 1 : shape.rows();
-  w.chunks = (w.contiguous ? shape.numel() : shape.cols()) / width;
-  return w;
-}
-
 template <class F>
 void with_type(DType t, F&& f) {
   switch (t) {
@@ -130,12 +105,13 @@ void fill(const Tensor& t, double value, Stream s) {
       v = __float2bfloat16(static_cast<float>(value));
     else
       v = static_cast<T>(value);
-    const ChunkWalk w = chunk_walk({&t}, kFillWidth<T>);
+    const Tensor* views[] = {&t};
+    const ChunkWalk w = chunk_walk(views, kFillWidth<T>);
     if (w.ok) {
       kernel = "fill_chunks_kernel";
       const Grid2D g = grid_2d(w.rows, w.chunks);
       WIOLA_LAUNCH(fill_chunks_kernel<T>, g.grid, g.block, 0, static_cast<cudaStream_t>(s))(
-          w.rows, w.chunks, static_cast<T*>(t.data()), w.contiguous ? t.numel() : t.ld(), v);
+          w.rows, w.chunks, static_cast<T*>(t.data()), w.ld_of(t), v);
       return;
     }
     WIOLA_LAUNCH(fill_kernel<T>, dim3(blocks_for(t.numel())), dim3(kThreads), 0,
@@ -152,15 +128,15 @@ void convert(const Tensor& src, const Tensor& dst, Stream s) {
     with_type(dst.dtype(), [&](auto zd) {
       using S = decltype(zs);
       using D = decltype(zd);
-      const ChunkWalk w = chunk_walk({&src, &dst}, kConvertWidth<S, D>);
+      const Tensor* views[] = {&src, &dst};
+      const ChunkWalk w = chunk_walk(views, kConvertWidth<S, D>);
       if (w.ok) {
         kernel = "convert_chunks_kernel";
         const Grid2D g = grid_2d(w.rows, w.chunks);
         WIOLA_LAUNCH((convert_chunks_kernel<S, D>), g.grid, g.block, 0,
                      static_cast<cudaStream_t>(s))(
-            w.rows, w.chunks, static_cast<const S*>(src.data()),
-            w.contiguous ? src.numel() : src.ld(), static_cast<D*>(dst.data()),
-            w.contiguous ? dst.numel() : dst.ld());
+            w.rows, w.chunks, static_cast<const S*>(src.data()), w.ld_of(src),
+            static_cast<D*>(dst.data()), w.ld_of(dst));
         return;
       }
       WIOLA_LAUNCH((convert_kernel<S, D>), dim3(blocks_for(src.numel())), dim3(kThreads), 0,
