@@ -53,6 +53,16 @@ struct AttentionIndex {
   Tensor ctx_row;     // I32 [batch*seq, 1]: absolute row of every context tensor for query i
 };
 
+// A token plan's maps as the attention, SRPE and row-map ops read them
+// (ops/token_plan.hpp says what each holds for plain, paper and causal plans).
+struct TokenPlanTensors {
+  AttentionIndex index;
+  Tensor pos_q, pos_kv;     // I32 [batch*seq, 1]: SRPE positions of query and key/value rows
+  Tensor merge_a, merge_b;  // I32 [batch*seq, 1]: ATM plans only
+  Tensor unmerge;           // I32 [batch*seq, 1]: paper plans only
+  Tensor groups;            // I32 [batch, 1]: T' of each sequence; ATM plans only
+};
+
 // WIOLA_POISON_UNINIT=1 in the environment (read once): alloc_uninit fills
 // with all bits set (NaN in fp32, fp64 and bf16, -1 in i32).
 inline bool poison_uninit_requested() {
@@ -243,6 +253,13 @@ class Backend {
   // rho[b,t] = cos(x[b,t], x[b,t+1]) for t < T−1 (0 when either row is zero),
   // rho[b,T−1] = −2.
   void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho);
+  // ATM's token plan from rho, built where rho lives (no host round trip, so
+  // a micro-batch needs no host synchronisation): each sequence's greedy
+  // adjacent merge (t pairs with t+1 when rho[t] > tau, and the walk goes on
+  // at t+2), then the paper or causal maps of ops/token_plan.hpp. Every
+  // tensor of `plan` is written whole; `unmerge` is for paper plans only.
+  void atm_plan(const Tensor& rho, int batch, int seq, double tau, AtmMode mode,
+                SummaryMode summary, const TokenPlanTensors& plan);
   // dst[r] = mean of src rows {idx_a[r], idx_b[r]} leaving out −1 entries; a row
   // with idx_a[r] = −1 is zero. Indices are absolute rows of src.
   void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
@@ -354,6 +371,8 @@ class Backend {
   virtual void do_summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,
                               const Tensor& dx) = 0;
   virtual void do_row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) = 0;
+  virtual void do_atm_plan(const Tensor& rho, int batch, int seq, double tau, AtmMode mode,
+                           SummaryMode summary, const TokenPlanTensors& plan) = 0;
   virtual void do_merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
                                  const Tensor& dst) = 0;
   virtual void do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,

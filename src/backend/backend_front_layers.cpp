@@ -5,6 +5,7 @@
 // device that would synchronise): the model validates tokens and positions on
 // the host, the CPU backend checks the values it reads, and the CUDA kernels
 // never follow one out of bounds.
+#include <cmath>
 #include <initializer_list>
 #include <utility>
 
@@ -257,6 +258,31 @@ void Backend::row_cosine_next(const Tensor& x, int batch, int seq, const Tensor&
             computes_in(DType::F64) ? " or fp64" : "");
   c.shape("rho", rho, n, 1);
   c.run([&] { do_row_cosine_next(x, batch, seq, rho); });
+}
+
+void Backend::atm_plan(const Tensor& rho, int batch, int seq, double tau, AtmMode mode,
+                       SummaryMode summary, const TokenPlanTensors& plan) {
+  OpChecks c(*this, Op::atm_plan);
+  check_batch(c, batch, seq);
+  c.require(mode != AtmMode::Off, "ATM is off: no plan to build");
+  c.require(std::isfinite(tau), "tau ", tau, " is not finite");
+  const std::int64_t n = static_cast<std::int64_t>(batch) * seq;
+  c.tensor("rho", rho);
+  c.require((rho.dtype() == DType::F32 || rho.dtype() == DType::F64) && computes_in(rho.dtype()),
+            "rho is ", dtype_name(rho.dtype()), ", expected fp32",
+            computes_in(DType::F64) ? " or fp64" : "");
+  c.shape("rho", rho, n, 1);
+  c.index("n_queries", plan.index.n_queries, batch);
+  c.index("groups", plan.groups, batch);
+  c.index("key_prefix", plan.index.key_prefix, n);
+  c.index("key_extra", plan.index.key_extra, n);
+  c.index("ctx_row", plan.index.ctx_row, n);
+  c.index("pos_q", plan.pos_q, n);
+  c.index("pos_kv", plan.pos_kv, n);
+  c.index("merge_a", plan.merge_a, n);
+  c.index("merge_b", plan.merge_b, n);
+  if (mode == AtmMode::Paper) c.index("unmerge", plan.unmerge, n);
+  c.run([&] { do_atm_plan(rho, batch, seq, tau, mode, summary, plan); });
 }
 
 void Backend::merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,

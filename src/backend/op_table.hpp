@@ -23,7 +23,7 @@ enum class Op : std::uint8_t {
   sigmoid_mul_fwd, sigmoid_mul_bwd, silu_mul_fwd, silu_mul_bwd, gelu_fwd, gelu_bwd,
   fusion_fwd, fusion_bwd,
   summary_fwd, summary_bwd,
-  row_cosine_next, merge_rows_fwd, merge_rows_bwd,
+  row_cosine_next, atm_plan, merge_rows_fwd, merge_rows_bwd,
   cross_entropy_fwd, cross_entropy_bwd,
   adamw_step,
 };
@@ -73,6 +73,7 @@ inline constexpr std::array kOps = {
     OpInfo{Op::summary_fwd, "summary_fwd", "summaries"},
     OpInfo{Op::summary_bwd, "summary_bwd", "summaries"},
     OpInfo{Op::row_cosine_next, "row_cosine_next", "atm"},
+    OpInfo{Op::atm_plan, "atm_plan", "atm"},
     OpInfo{Op::merge_rows_fwd, "merge_rows_fwd", "atm"},
     OpInfo{Op::merge_rows_bwd, "merge_rows_bwd", "atm"},
     OpInfo{Op::cross_entropy_fwd, "cross_entropy_fwd", "loss"},

@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/param_names.hpp"
-#include "model/token_plan.hpp"
+#include "ops/token_plan.hpp"
 
 namespace wiola {
 

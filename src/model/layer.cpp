@@ -84,8 +84,17 @@ DevicePlan upload_plan(Backend& be, const TokenPlan& p) {
     d.merge_b = upload_i32(be, p.merge_b);
   }
   if (p.kind == PlanKind::Paper) d.unmerge = upload_i32(be, p.unmerge);
-  d.merged_tokens = p.merged_tokens;
+  if (p.kind != PlanKind::Plain) d.groups = upload_i32(be, p.groups);
   return d;
+}
+
+std::int64_t DevicePlan::merged_tokens(Backend& be, int batch, int seq) const {
+  if (kind == PlanKind::Plain) return std::int64_t(batch) * seq;
+  std::vector<std::int32_t> host(static_cast<std::size_t>(groups.numel()));
+  be.to_host(groups, host.data());
+  std::int64_t n = 0;
+  for (std::int32_t g : host) n += g;
+  return n;
 }
 
 DecoderLayer::DecoderLayer(const LayerShared& shared, int index, LayerWeights w,
@@ -109,17 +118,23 @@ Tensor DecoderLayer::output_stats(std::int64_t rows, std::int64_t cols) const {
   return be_.alloc_uninit(wide_dtype(sh_.dtype), rows, cols);
 }
 
-TokenPlan DecoderLayer::atm_plan(const Tensor& xn, int batch, int seq) const {
-  Tensor rho = alloc_stats(xn.rows(), 1);
+std::shared_ptr<const DevicePlan> DecoderLayer::atm_plan(const Tensor& xn, int batch,
+                                                         int seq) const {
+  Tensor rho = output_stats(xn.rows(), 1);
   be_.row_cosine_next(xn, batch, seq, rho);
-  const std::vector<double> host = to_host_f64(be_, rho);
-  std::vector<SequenceMerge> merges;
-  merges.reserve(batch);
-  for (int b = 0; b < batch; ++b)
-    merges.push_back(greedy_adjacent_merge(
-        std::span<const double>(host.data() + std::size_t(b) * seq, seq), c_.tau));
-  return c_.atm == AtmMode::Paper ? paper_plan(merges, seq, c_.summary)
-                                  : causal_plan(merges, seq, c_.summary);
+  auto plan = std::make_shared<DevicePlan>();
+  plan->kind = c_.atm == AtmMode::Paper ? PlanKind::Paper : PlanKind::Causal;
+  const auto index = [&](std::int64_t rows) { return be_.alloc_uninit(DType::I32, rows, 1); };
+  const std::int64_t n = xn.rows();
+  plan->index = {index(batch), index(n), index(n), index(n)};
+  plan->pos_q = index(n);
+  plan->pos_kv = index(n);
+  plan->merge_a = index(n);
+  plan->merge_b = index(n);
+  if (plan->kind == PlanKind::Paper) plan->unmerge = index(n);
+  plan->groups = index(batch);
+  be_.atm_plan(rho, batch, seq, c_.tau, c_.atm, c_.summary, *plan);
+  return plan;
 }
 
 Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
@@ -137,12 +152,12 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
   be_.wrmsnorm_fwd(x, w_.attn_gamma, w_.attn_delta, c_.eps, s.xn, s.rstd1);
 
   // The plan is plain unless the caller handed us nothing: then ATM decides.
-  if (!plan) plan = std::make_shared<const DevicePlan>(upload_plan(be_, atm_plan(s.xn, batch, seq)));
+  if (!plan) plan = atm_plan(s.xn, batch, seq);
   s.plan = plan;
 
   Tensor xq = s.xn, xkv = s.xn;
   if (plan->kind != PlanKind::Plain) {
-    s.xm = alloc(N, d);
+    s.xm = output(N, d);  // every row written: a merged one, or zero past T' (paper)
     be_.merge_rows_fwd(s.xn, plan->merge_a, plan->merge_b, s.xm);
     xkv = s.xm;
     if (plan->kind == PlanKind::Paper) xq = s.xm;

@@ -10,7 +10,7 @@
 #include "core/model_config.hpp"
 #include "model/param_store.hpp"
 #include "model/weight_grad_queue.hpp"
-#include "model/token_plan.hpp"
+#include "ops/token_plan.hpp"
 
 namespace wiola {
 
@@ -26,12 +26,13 @@ struct LayerWeights {
   static LayerWeights grads(const ParamStore& store, int layer);
 };
 
-// A TokenPlan uploaded to the backend.
-struct DevicePlan {
+// A token plan in backend tensors: uploaded from a host TokenPlan (plain and
+// decoding plans, made once per shape), or built by the backend's atm_plan.
+struct DevicePlan : TokenPlanTensors {
   PlanKind kind = PlanKind::Plain;
-  AttentionIndex index;
-  Tensor pos_q, pos_kv, merge_a, merge_b, unmerge;
-  std::int64_t merged_tokens = 0;
+  // Σ T' over the batch: B·T for a plain plan; an ATM plan's reads its
+  // `groups` from the backend (a host synchronisation: statistics only).
+  std::int64_t merged_tokens(Backend& be, int batch, int seq) const;
 };
 DevicePlan upload_plan(Backend& be, const TokenPlan& plan);
 
@@ -102,7 +103,7 @@ class DecoderLayer {
 
   // ATM: the merge plan for this micro-batch from cosine similarities of the
   // normalised input (no gradient flows through the decision).
-  TokenPlan atm_plan(const Tensor& xn, int batch, int seq) const;
+  std::shared_ptr<const DevicePlan> atm_plan(const Tensor& xn, int batch, int seq) const;
 
  private:
   Tensor alloc(std::int64_t rows, std::int64_t cols) const;        // zero-filled

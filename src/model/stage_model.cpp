@@ -85,6 +85,14 @@ std::shared_ptr<const DevicePlan> StageModel::plain_plan_for(int batch, int seq)
   return slot;
 }
 
+std::int64_t StageModel::merged_tokens(const StageSaved& saved) {
+  const std::int64_t plain = std::int64_t(saved.batch) * saved.seq;
+  std::int64_t n = plain * static_cast<std::int64_t>(saved.layers13m.size());
+  for (const LayerSaved& ls : saved.layers)
+    if (ls.plan) n += ls.plan->merged_tokens(backend_, saved.batch, saved.seq);
+  return n;
+}
+
 Tensor StageModel::summary_of(const Tensor& x, int batch, int seq) {
   const std::int64_t rows = config_.summary == SummaryMode::Causal ? x.rows() : batch;
   Tensor s = alloc(rows, config_.d);
@@ -144,7 +152,6 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     const Tensor input = x;
     if (boundaries) boundaries->before_layer_forward(l);
     x = layer.forward(x, ctx, plan, B, T, ls);
-    saved.merged_tokens += ls.plan->merged_tokens;
     if (recompute_ && training) {
       // Keep the layer's input and its token plan; backward runs the layer
       // again from them (the ops are deterministic: the same activations).
@@ -281,7 +288,6 @@ Tensor StageModel::forward_layers_13m(Tensor x, bool training, StageSaved& saved
     const Tensor input = x;
     if (boundaries) boundaries->before_layer_forward(layer.index());
     x = layer.forward(x, plan, B, T, ls);
-    saved.merged_tokens += std::int64_t(B) * T;  // nothing merges
     if (recompute_ && training) {
       ls = Layer13mSaved{};
       ls.plan = plan;

@@ -60,7 +60,6 @@ struct StageSaved {
   std::vector<Layer13mSaved> layers13m;  // Wiola 13M instead of `layers`
   Tensor x_last, xf, rstd_f, logits, lse;
   bool pending = false;
-  std::int64_t merged_tokens = 0;  // Σ T' over the ATM layers (statistics)
   // A split backward's queued weight-gradient products (between B and W).
   WeightGradQueue deferred;
   bool weights_pending = false;
@@ -103,6 +102,10 @@ class StageModel {
   // first use their parameters (model/layer_boundaries.hpp).
   StageOutput forward(const StageInput& in, bool training, StageSaved& saved,
                       LayerBoundaries* boundaries = nullptr);
+  // Σ T' over the layers of a forward's `saved` (B·T for a layer where
+  // nothing merges). Reads the ATM plans' group counts from the backend, a
+  // host synchronisation: statistics for tests and reports, not the step.
+  std::int64_t merged_tokens(const StageSaved& saved);
   // Backward of the micro-batch in `saved` (its chunk). The last stage starts from
   // loss_scale · Σ loss (pass dx/dcarry empty); other stages take the
   // gradients of their outputs. Parameter gradients are added to params().grads().

@@ -2,7 +2,7 @@
 // the CPU backend in fp64 (device_compare.hpp), in fp32 and bf16: forward
 // outputs (o, o_self, o_ctx, lse_self, lse_ctx) and every gradient (dq, dk,
 // dv, dctx_k, dctx_v, dphi) for plain causal GCLA and both ATM plans built by
-// the real plan builders (model/token_plan.hpp), causal and sequence
+// the real plan builders (ops/token_plan.hpp), causal and sequence
 // summaries, Λ = 1..3, no context at all (Wiola 13M), awkward shapes, strided
 // views, and the same bits on every run.
 //
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "device_compare.hpp"
-#include "model/token_plan.hpp"
+#include "ops/token_plan.hpp"
 
 namespace wiola::test {
 namespace {

@@ -262,6 +262,73 @@ WIOLA_DEVICE_OP_TEST(CudaRowMapOps, CosineOfNextRowWithZeroAndParallelRows, Op::
   EXPECT_EQ(got[20], -2.0);
 }
 
+// The device builds the same plan as the host reference (ops/token_plan.hpp)
+// from the same rho: every map, both ATM modes and both summary kinds. rho
+// holds multiples of 1/64 (exact in fp32 and fp64, so both backends compare
+// the same numbers with tau), some equal to tau (no merge: the test is
+// strict). Sequences of 600 tokens give every one of the kernel's 256
+// threads a segment of 3, so runs of merging tokens cross segments with
+// either parity; one sequence merges everywhere, one nowhere; 5 tokens leave
+// most threads without a segment, and one token is a sequence of its own.
+WIOLA_DEVICE_OP_TEST(CudaRowMapOps, AtmPlanOnTheDeviceIsTheHostPlan, Op::atm_plan) {
+  const double tau = 0.5;
+  const auto rho_of = [&](int batch, int seq, std::uint64_t seed) {
+    std::vector<double> r = random_vector(std::size_t(batch) * seq, seed);
+    for (int b = 0; b < batch; ++b)
+      for (int t = 0; t < seq; ++t) {
+        double& v = r[std::size_t(b) * seq + t];
+        v = std::round(v * 64) / 64;             // in [-1, 1]
+        if (b % 4 == 1) v = 0.75;                // merges wherever it can
+        if (b % 4 == 2) v = t % 7 == 0 ? tau : -0.25;  // never merges
+        if (b % 4 == 3 && t % 9 < 6) v = 1.0;    // runs of 6 (even) and ...
+        if (b % 4 == 3 && t % 23 == 0) v = tau;  // ... broken at odd offsets
+        if (t == seq - 1) v = -2.0;
+      }
+    return r;
+  };
+  for (const int seq : {600, 5, 1})
+    for (const AtmMode mode : {AtmMode::Causal, AtmMode::Paper})
+      for (const SummaryMode summary : {SummaryMode::Causal, SummaryMode::Sequence}) {
+        const int batch = seq == 600 ? 4 : 2;
+        const std::int64_t n = std::int64_t(batch) * seq;
+        const Pair rho = input_as(DType::F32, n, 1, rho_of(batch, seq, 90 + seq));
+        const auto maps = [&] { return index(std::vector<std::int32_t>(std::size_t(n), -7)); };
+        const auto per_sequence = [&] {
+          return index(std::vector<std::int32_t>(std::size_t(batch), -7));
+        };
+        std::vector<Pair> p{per_sequence(), maps(), maps(), maps(), maps(), maps(),
+                            maps(), maps(),         maps(), per_sequence()};
+        const auto plan = [&](bool on_device) {
+          const auto t = [&](int i) { return on_device ? p[i].dev : p[i].ref; };
+          TokenPlanTensors m;
+          m.index = {t(0), t(1), t(2), t(3)};
+          m.pos_q = t(4);
+          m.pos_kv = t(5);
+          m.merge_a = t(6);
+          m.merge_b = t(7);
+          m.unmerge = t(8);
+          m.groups = t(9);
+          return m;
+        };
+        cpu().atm_plan(rho.ref, batch, seq, tau, mode, summary, plan(false));
+        dev().atm_plan(rho.dev, batch, seq, tau, mode, summary, plan(true));
+        const char* names[] = {"n_queries", "key_prefix", "key_extra", "ctx_row", "pos_q",
+                               "pos_kv",    "merge_a",    "merge_b",   "unmerge", "groups"};
+        for (std::size_t i = 0; i < p.size(); ++i)
+          EXPECT_EQ(read(cpu(), p[i].ref), read(dev(), p[i].dev))
+              << names[i] << ", seq " << seq << (mode == AtmMode::Paper ? ", paper" : ", causal")
+              << (summary == SummaryMode::Causal ? " plan, causal" : " plan, sequence")
+              << " summaries";
+        if (seq == 600) {  // the cases above are really there
+          const std::vector<double> groups = read(dev(), p[9].dev);
+          EXPECT_GT(groups[0], seq / 2);
+          EXPECT_LT(groups[0], seq);
+          EXPECT_EQ(groups[1], seq / 2);
+          EXPECT_EQ(groups[2], seq);
+        }
+      }
+}
+
 WIOLA_DEVICE_OP_TEST(CudaRowMapOps, MergeRowsWithASourceRowUsedSeveralTimes,
                      Op::merge_rows_fwd, Op::merge_rows_bwd) {
   const int src_rows = 20, d = 45;
@@ -389,6 +456,15 @@ TEST_P(CudaLayerOpChecks, RefusalsNameTheOpAndTheTensor) {
   expect_refused([&] { be.summary_bwd(SummaryMode::Causal, x, 3, 2, x); },
                  "summary_bwd: dx is 4x8, expected 6x8");
   expect_refused([&] { be.row_cosine_next(x, 2, 2, be.alloc(dt, 4, 2)); }, "row_cosine_next: rho");
+  TokenPlanTensors plan;
+  plan.index = {idx, idx, idx, idx};
+  plan.pos_q = plan.pos_kv = plan.merge_a = plan.merge_b = plan.groups = idx;
+  expect_refused([&] { be.atm_plan(col, 2, 2, 0.5, AtmMode::Off, SummaryMode::Causal, plan); },
+                 "atm_plan: ATM is off");
+  expect_refused([&] { be.atm_plan(col, 4, 1, 0.5, AtmMode::Paper, SummaryMode::Causal, plan); },
+                 "atm_plan: unmerge is an undefined tensor");
+  expect_refused([&] { be.atm_plan(col, 2, 2, 0.5, AtmMode::Causal, SummaryMode::Causal, plan); },
+                 "atm_plan: n_queries is 4x1, expected 2x1");
   expect_refused([&] { be.merge_rows_bwd(be.alloc(other, 4, 8), idx, idx, x); },
                  "merge_rows_bwd: ddst is");
   expect_refused([&] { be.merge_rows_fwd(x, idx, be.alloc(DType::I32, 3, 1), x); },

@@ -9,7 +9,7 @@
 #include <cstdio>
 
 #include "model/cached_decoder.hpp"
-#include "model/token_plan.hpp"
+#include "ops/token_plan.hpp"
 #include "model_test_util.hpp"
 
 namespace wiola::test {

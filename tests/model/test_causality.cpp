@@ -143,7 +143,7 @@ TEST(CausalAtm, MergingSavesAttentionWork) {
     const Batch b = make_batch(2, 12, 29, 9);
     StageSaved saved;
     m.model->forward(m.input(b), true, saved);
-    return saved.merged_tokens;
+    return m.model->merged_tokens(saved);
   };
   EXPECT_GT(merged(1.5), merged(0.0));
   EXPECT_GT(merged(0.0), merged(-2.0));

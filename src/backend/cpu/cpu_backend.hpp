@@ -106,6 +106,8 @@ class CpuBackend final : public Backend {
                       const Tensor& dx) override;
 
   void do_row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) override;
+  void do_atm_plan(const Tensor& rho, int batch, int seq, double tau, AtmMode mode,
+                   SummaryMode summary, const TokenPlanTensors& plan) override;
   void do_merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
                          const Tensor& dst) override;
   void do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,

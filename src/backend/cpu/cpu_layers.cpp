@@ -1,6 +1,7 @@
 // CpuBackend: the layer ops (linear, embedding, norm, SRPE, activations,
 // summaries, ATM row maps, loss, optimizer). Each checks the index values it
 // will follow and dispatches to the src/ops kernel of the tensors' dtype.
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include "ops/row_maps.hpp"
 #include "ops/srpe.hpp"
 #include "ops/summary.hpp"
+#include "ops/token_plan.hpp"
 #include "ops/wrmsnorm.hpp"
 
 namespace wiola {
@@ -113,6 +115,30 @@ void CpuBackend::do_wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Ten
 }
 
 // ---- SRPE -------------------------------------------------------------------------
+
+void CpuBackend::do_atm_plan(const Tensor& rho, int batch, int seq, double tau, AtmMode mode,
+                             SummaryMode summary, const TokenPlanTensors& plan) {
+  const std::int64_t n = static_cast<std::int64_t>(batch) * seq;
+  std::vector<double> r(static_cast<std::size_t>(n));
+  dispatch(rho.dtype(), [&](auto zero) {
+    using R = decltype(zero);
+    for (std::int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = rho.ptr<R>()[i * rho.ld()];
+  });
+  const TokenPlan p = wiola::atm_plan(r, batch, seq, tau, mode, summary);
+  const auto put = [](const std::vector<std::int32_t>& v, const Tensor& t) {
+    std::copy(v.begin(), v.end(), t.ptr<std::int32_t>());
+  };
+  put(p.n_queries, plan.index.n_queries);
+  put(p.key_prefix, plan.index.key_prefix);
+  put(p.key_extra, plan.index.key_extra);
+  put(p.ctx_row, plan.index.ctx_row);
+  put(p.pos_q, plan.pos_q);
+  put(p.pos_kv, plan.pos_kv);
+  put(p.merge_a, plan.merge_a);
+  put(p.merge_b, plan.merge_b);
+  put(p.groups, plan.groups);
+  if (mode == AtmMode::Paper) put(p.unmerge, plan.unmerge);
+}
 
 namespace {
 

@@ -8,6 +8,7 @@
 // memory out of bounds for a bad index -- a forward output turns NaN, a
 // backward scatter leaves it out.
 #include "backend/cuda/cuda_backend.hpp"
+#include "backend/cuda/kernels/atm_plan.hpp"
 #include "backend/cuda/kernels/cross_entropy.hpp"
 #include "backend/cuda/kernels/embedding.hpp"
 #include "backend/cuda/kernels/row_maps.hpp"
@@ -90,6 +91,12 @@ void CudaBackend::do_summary_bwd(SummaryMode mode, const Tensor& ds, int batch, 
 
 void CudaBackend::do_row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho) {
   kernels::row_cosine_next(x, batch, seq, rho, stream_);
+}
+
+void CudaBackend::do_atm_plan(const Tensor& rho, int batch, int seq, double tau, AtmMode mode,
+                              SummaryMode summary, const TokenPlanTensors& plan) {
+  kernels::atm_plan(rho, batch, seq, tau, mode == AtmMode::Paper, summary == SummaryMode::Causal,
+                    plan, stream_);
 }
 
 void CudaBackend::do_merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,

@@ -1,4 +1,4 @@
-#include "model/token_plan.hpp"
+#include "ops/token_plan.hpp"
 
 #include "core/error.hpp"
 
@@ -89,6 +89,7 @@ TokenPlan paper_plan(std::span<const SequenceMerge> merges, int seq, SummaryMode
   p.merge_a.assign(n, -1);
   p.merge_b.assign(n, -1);
   p.unmerge.assign(n, -1);
+  p.groups.assign(batch, 0);
   for (int b = 0; b < batch; ++b) {
     const SequenceMerge& m = merges[b];
     require(static_cast<int>(m.group_of.size()) == seq, "paper_plan: merge map of length ",
@@ -105,6 +106,7 @@ TokenPlan paper_plan(std::span<const SequenceMerge> merges, int seq, SummaryMode
       p.ctx_row[r] = ctx_row_of(summary, b, seq, m.first[k]);
     }
     for (int t = 0; t < seq; ++t) p.unmerge[static_cast<std::size_t>(base) + t] = base + m.group_of[t];
+    p.groups[b] = groups;
     p.merged_tokens += groups;
   }
   return p;
@@ -116,6 +118,7 @@ TokenPlan causal_plan(std::span<const SequenceMerge> merges, int seq, SummaryMod
   const std::size_t n = static_cast<std::size_t>(batch) * seq;
   p.merge_a.assign(n, -1);
   p.merge_b.assign(n, -1);
+  p.groups.assign(batch, 0);
   for (int b = 0; b < batch; ++b) {
     const SequenceMerge& m = merges[b];
     require(static_cast<int>(m.group_of.size()) == seq, "causal_plan: merge map of length ",
@@ -150,9 +153,23 @@ TokenPlan causal_plan(std::span<const SequenceMerge> merges, int seq, SummaryMod
         p.key_prefix[i] = g + 1;
       }
     }
+    p.groups[b] = groups;
     p.merged_tokens += groups;
   }
   return p;
+}
+
+TokenPlan atm_plan(std::span<const double> rho, int batch, int seq, double tau, AtmMode mode,
+                   SummaryMode summary) {
+  require(mode != AtmMode::Off, "atm_plan: ATM is off");
+  require(batch >= 0 && seq > 0 && rho.size() == std::size_t(batch) * std::size_t(seq),
+          "atm_plan: ", rho.size(), " similarities for ", batch, " sequences of ", seq);
+  std::vector<SequenceMerge> merges;
+  merges.reserve(batch);
+  for (int b = 0; b < batch; ++b)
+    merges.push_back(greedy_adjacent_merge(rho.subspan(std::size_t(b) * seq, seq), tau));
+  return mode == AtmMode::Paper ? paper_plan(merges, seq, summary)
+                                : causal_plan(merges, seq, summary);
 }
 
 }  // namespace wiola

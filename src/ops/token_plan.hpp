@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "core/model_config.hpp"  // SummaryMode, AtmMode
 
 namespace wiola {
 
@@ -43,7 +43,8 @@ struct TokenPlan {
   std::vector<std::int32_t> merge_a, merge_b;
   // Paper only: merged output rows -> token rows.
   std::vector<std::int32_t> unmerge;
-  std::int64_t merged_tokens = 0;  // Σ T' over the batch (B*T when nothing merges)
+  std::vector<std::int32_t> groups;  // ATM plans: [B] T' of each sequence
+  std::int64_t merged_tokens = 0;    // Σ T' over the batch (B*T when nothing merges)
 };
 
 // ctx_row points at per-position summary rows (causal summaries) or one row
@@ -51,6 +52,11 @@ struct TokenPlan {
 TokenPlan plain_plan(int batch, int seq, SummaryMode summary);
 TokenPlan paper_plan(std::span<const SequenceMerge> merges, int seq, SummaryMode summary);
 TokenPlan causal_plan(std::span<const SequenceMerge> merges, int seq, SummaryMode summary);
+// The ATM plan of a micro-batch from rho [batch*seq] (row_cosine_next): each
+// sequence's greedy_adjacent_merge, then the paper or causal plan. The
+// reference of the backends' atm_plan op.
+TokenPlan atm_plan(std::span<const double> rho, int batch, int seq, double tau, AtmMode mode,
+                   SummaryMode summary);
 
 // Cached decoding (model/cached_decoder.hpp): one sequence whose first `past`
 // positions already sit in the key/value cache, followed by `n` new ones. The

@@ -1,7 +1,7 @@
 // ATM's merge maps and attention index maps, checked on the host.
 #include <gtest/gtest.h>
 
-#include "model/token_plan.hpp"
+#include "ops/token_plan.hpp"
 
 namespace wiola {
 namespace {
