@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What one micro-batch asks of a GPU, counted without one: kernel launches,
-# matrix products, memsets, copies, host synchronisations and allocations,
-# per layer (an ATM layer and a plain one) and for the head, forward and
+# matrix products, memsets, copies, host synchronisations, allocations, and
+# the bytes the non-GEMM kernels move against their floor (every op's
+# operands read or written once), per layer (an ATM layer and a plain one) and for the head, forward and
 # backward, through the CUDA backend's own code on the emulated execution
 # model (tests/cuda/device_counts_main.cpp). The last line reads
 #   per layer: launches L, host syncs S, memsets M, allocations A, ...

@@ -101,12 +101,14 @@ void Backend::axpy(double alpha, const Tensor& x, const Tensor& y) {
   OpChecks c(*this, Op::axpy);
   c.compute("x", x);
   c.like("y", y, x.rows(), x.cols());
+  c.accumulates(y);
   c.run([&] { do_axpy(alpha, x, y); });
 }
 
 void Backend::scale(const Tensor& x, double alpha) {
   OpChecks c(*this, Op::scale);
   c.compute("x", x);
+  c.accumulates(x);
   c.run([&] { do_scale(x, alpha); });
 }
 
@@ -119,6 +121,7 @@ void check_reduction(OpChecks& c, const Tensor& x, const Tensor& acc) {
   c.require(acc.dtype() == DType::F64 && acc.rows() == 1 && acc.cols() == 1,
             "the accumulator must be an f64 [1, 1] tensor, got ", dtype_name(acc.dtype()), " ",
             dims(acc));
+  c.accumulates(acc);
 }
 
 }  // namespace
@@ -183,6 +186,7 @@ void Backend::adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad
     c.require(t->contiguous(), name, " ", dims(*t), " is a strided view; the optimizer steps ",
               "contiguous ranges");
   c.require(h.step >= 1, "step ", h.step, " must be >= 1 (it is 1-based)");
+  for (const Tensor* updated : {&param, &m, &v}) c.accumulates(*updated);
   c.run([&] { do_adamw_step(h, param, grad, m, v); });
 }
 

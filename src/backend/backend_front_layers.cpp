@@ -5,6 +5,7 @@
 // device that would synchronise): the model validates tokens and positions on
 // the host, the CPU backend checks the values it reads, and the CUDA kernels
 // never follow one out of bounds.
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <utility>
@@ -42,6 +43,7 @@ void Backend::embedding_fwd(const Tensor& tokens, const Tensor& table, const Ten
   c.compute("table", table);
   c.index("tokens", tokens, tokens.rows());
   c.like("out", out, tokens.rows(), table.cols());
+  c.touches_rows(table, tokens.rows());
   c.run([&] { do_embedding_fwd(tokens, table, out); });
 }
 
@@ -51,6 +53,8 @@ void Backend::embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tens
   c.index("tokens", tokens, tokens.rows());
   c.like("dout", dout, tokens.rows(), dout.cols());
   c.wide("dtable", dtable, dtable.rows(), dout.cols());
+  c.touches_rows(dtable, tokens.rows());
+  c.accumulates(dtable.rows_slice(0, std::min(dtable.rows(), tokens.rows())));
   c.run([&] { do_embedding_bwd(tokens, dout, dtable); });
 }
 
@@ -84,6 +88,9 @@ void Backend::wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& d
   c.like("dx", dx, n, d);
   c.wide("dgamma", dgamma, 1, d);
   if (ddelta.defined()) c.wide("ddelta", ddelta, 1, d);
+  if (accumulate) c.accumulates(dx);
+  c.accumulates(dgamma);
+  if (ddelta.defined()) c.accumulates(ddelta);
   c.run([&] {
     do_wrmsnorm_bwd(x, gamma, delta, rstd, dy, dx, accumulate, dgamma, ddelta);
   });
@@ -104,6 +111,8 @@ void check_srpe(OpChecks& c, std::string_view in_name, const Tensor& in, const T
   c.index("positions", positions, in.rows());
   c.wide("cos_tab", cos_tab, cos_tab.rows(), head_dim / 2);
   c.wide("sin_tab", sin_tab, cos_tab.rows(), head_dim / 2);
+  c.touches_rows(cos_tab, positions.rows());
+  c.touches_rows(sin_tab, positions.rows());
 }
 
 }  // namespace
@@ -138,6 +147,7 @@ void Backend::head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bo
   c.heads("dx", dx, head_dim);
   c.like("dy", dy, dx.rows(), head_dim);
   c.like("dx", dx, dx.rows(), dx.cols());
+  if (accumulate) c.accumulates(dx);
   c.run([&] { do_head_mean_bwd(dy, head_dim, dx, accumulate); });
 }
 
@@ -240,6 +250,7 @@ void Backend::summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq
   check_batch(c, batch, seq);
   c.shape("dx", dx, static_cast<std::int64_t>(batch) * seq, dx.cols());
   c.like("ds", ds, summary_rows(mode, batch, seq), dx.cols());
+  c.accumulates(dx);
   c.run([&] { do_summary_bwd(mode, ds, batch, seq, dx); });
 }
 
@@ -302,6 +313,7 @@ void Backend::merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tens
   c.like("ddst", ddst, ddst.rows(), dsrc.cols());
   c.index("idx_a", idx_a, ddst.rows());
   c.index("idx_b", idx_b, ddst.rows());
+  c.accumulates(dsrc);
   c.run([&] { do_merge_rows_bwd(ddst, idx_a, idx_b, dsrc); });
 }
 

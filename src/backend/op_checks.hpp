@@ -7,6 +7,7 @@
 // compute dtype, one the backend computes in; like() tensors share it;
 // wide() tensors (statistics, parameter gradients, rotary tables) hold
 // wide_dtype() of it: fp32 for bf16, the compute dtype otherwise.
+#include <array>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -45,11 +46,23 @@ class OpChecks {
   // Runs the checked op's implementation under the backend's observer.
   template <class Implementation>
   void run(Implementation&& implementation) {
-    ObservedOp::run(backend_, op_, std::forward<Implementation>(implementation));
+    ObservedOp::run(backend_, op_, std::forward<Implementation>(implementation), operand_bytes_);
   }
 
-  // Defined and in this backend's memory.
+  // Defined and in this backend's memory. Every checked tensor passes here:
+  // its bytes count once per name into the op's operand bytes
+  // (Backend::note_operand_bytes), so an in-place op's view, checked as its
+  // input and as its output, counts as read once and written once.
   void tensor(std::string_view name, const Tensor& t) const;
+  // An output the op adds into (or updates in place under one name): read
+  // as well as written, so its bytes count once more.
+  void accumulates(const Tensor& t) { operand_bytes_ += static_cast<std::int64_t>(t.bytes()); }
+  // A checked operand of which the op touches at most `rows` rows (the rows
+  // an index selects: a gather's table, a rotary table): only those count.
+  void touches_rows(const Tensor& t, std::int64_t rows) {
+    if (rows < t.rows())
+      operand_bytes_ -= (t.rows() - rows) * t.cols() * static_cast<std::int64_t>(dtype_size(t.dtype()));
+  }
   // Rows x cols.
   void shape(std::string_view name, const Tensor& t, std::int64_t rows, std::int64_t cols) const;
   // Sets the call's compute dtype from t (here, a dtype the backend computes in).
@@ -73,6 +86,20 @@ class OpChecks {
   std::string_view name_;
   DType dtype_ = DType::F32;
   bool has_dtype_ = false;
+  // The distinct (name, view) pairs checked so far and their bytes. A fixed
+  // array: no allocation per op (the most operands an op has is about 50,
+  // attention's backward with 8 summaries); past it, views count without
+  // the check.
+  struct View {
+    std::string_view name;
+    const void* data;
+    std::int64_t rows, cols, ld;
+    DType dtype;
+    bool operator==(const View&) const = default;
+  };
+  mutable std::array<View, 64> operands_{};
+  mutable std::size_t n_operands_ = 0;
+  mutable std::int64_t operand_bytes_ = 0;
 };
 
 }  // namespace wiola

@@ -95,7 +95,7 @@ std::int64_t StageModel::merged_tokens(const StageSaved& saved) {
 
 Tensor StageModel::summary_of(const Tensor& x, int batch, int seq) {
   const std::int64_t rows = config_.summary == SummaryMode::Causal ? x.rows() : batch;
-  Tensor s = alloc(rows, config_.d);
+  Tensor s = backend_.alloc_uninit(dtype_, rows, config_.d);  // written whole
   backend_.summary_fwd(config_.summary, x, batch, seq, s);
   return s;
 }

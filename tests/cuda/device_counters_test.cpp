@@ -60,6 +60,61 @@ TEST(DeviceCounters, EachRuntimeCallIsCountedOnce) {
   EXPECT_EQ(d.host_syncs, 0);
 }
 
+// The non-GEMM bytes and their floor (device_counters.hpp): a one-pass
+// kernel moves exactly its operands; an output an op adds into counts as
+// read and written in both; a gather's floor is the rows it selects; a
+// matrix product counts in neither; a memset and a device copy count in the
+// bytes only.
+TEST(DeviceCounters, BytesAndTheirFloorFollowTheOperands) {
+  cuda::CudaBackend be(0);
+  const std::int64_t f32 = 4, bf16 = 2;
+  DeviceCounts c = device_counts();
+  const auto since = [&] {
+    const DeviceCounts now = device_counts(), d = now - c;
+    c = now;
+    return d;
+  };
+  const Tensor a = be.alloc_uninit(DType::F32, 8, 16), b = be.alloc_uninit(DType::F32, 8, 16),
+               out = be.alloc_uninit(DType::F32, 8, 16);
+  be.fill(a, 1.0);
+  be.fill(b, 2.0);
+  since();
+  be.add(a, b, out);
+  DeviceCounts d = since();
+  EXPECT_EQ(d.kernel_bytes, 3 * 8 * 16 * f32);
+  EXPECT_EQ(d.floor_bytes, 3 * 8 * 16 * f32);
+  be.axpy(0.5, a, out);  // out read and written
+  d = since();
+  EXPECT_EQ(d.kernel_bytes, 3 * 8 * 16 * f32);
+  EXPECT_EQ(d.floor_bytes, 3 * 8 * 16 * f32);
+  be.scale(out, 2.0);  // in place: read and written
+  d = since();
+  EXPECT_EQ(d.floor_bytes, 2 * 8 * 16 * f32);
+  EXPECT_EQ(d.non_gemm_bytes(), d.floor_bytes);
+
+  // A gather reads the rows its tokens select, not the whole table.
+  const Tensor table = be.alloc_uninit(DType::BF16, 1000, 64),
+               tokens = be.alloc_uninit(DType::I32, 5, 1), rows = be.alloc_uninit(DType::BF16, 5, 64);
+  be.fill(tokens, 3.0);
+  since();
+  be.embedding_fwd(tokens, table, rows);
+  d = since();
+  EXPECT_EQ(d.floor_bytes, 5 * 4 + 2 * 5 * 64 * bf16);
+  EXPECT_EQ(d.kernel_bytes, d.floor_bytes);
+
+  const Tensor w = be.alloc_uninit(DType::F32, 4, 16), y = be.alloc_uninit(DType::F32, 8, 4);
+  since();
+  be.linear_fwd(a, w, y, false);
+  d = since();
+  EXPECT_EQ(d.non_gemm_bytes() + d.floor_bytes, 0);
+
+  (void)be.alloc(DType::F32, 8, 16);  // zero-filled: bytes written, nothing in the floor
+  d = since();
+  EXPECT_GE(d.memset_bytes, 8 * 16 * f32);
+  EXPECT_EQ(d.non_gemm_bytes(), d.memset_bytes);
+  EXPECT_EQ(d.floor_bytes, 0);
+}
+
 // A released tensor's block serves the next tensor of its size (or up to 1/8
 // smaller) without an allocation; alloc() still hands out zeros.
 TEST(DeviceCounters, ReleasedBlocksServeLaterTensors) {

@@ -1,7 +1,8 @@
 // wiola_cuda_counts: what one micro-batch asks of the device, counted through
 // the CUDA backend's own code on the emulated execution model
 // (backend/cuda/device_counters.hpp): kernel launches, matrix products,
-// memsets, copies, host synchronisations and allocations, per layer (an ATM
+// memsets, copies, host synchronisations, allocations, and the bytes the
+// non-GEMM work moves against their floor, per layer (an ATM
 // layer and a plain one) and for the last layer with the head, forward and
 // backward. The counts
 // depend on the model's widths and the layer kind, not on the sequence
@@ -27,15 +28,22 @@ using cuda::DeviceCounts;
 
 namespace {
 
+// Non-GEMM bytes over their floor (device_counters.hpp).
+double floor_ratio(const DeviceCounts& c) {
+  return c.floor_bytes > 0 ? double(c.non_gemm_bytes()) / double(c.floor_bytes) : 0.0;
+}
+
 std::string line(const char* what, const DeviceCounts& c) {
-  char buf[256];
+  char buf[320];
   std::snprintf(buf, sizeof buf,
                 "  %-22s launches %4lld (GEMMs %3lld, kernels %3lld), memsets %3lld (%lld kB), "
-                "copies %2lld, host syncs %2lld, allocations %3lld",
+                "copies %2lld, host syncs %2lld, allocations %3lld, non-GEMM %7.2f MB "
+                "(floor %7.2f MB, x %.2f)",
                 what, static_cast<long long>(c.launches + c.gemms), static_cast<long long>(c.gemms),
                 static_cast<long long>(c.launches), static_cast<long long>(c.memsets),
                 static_cast<long long>(c.memset_bytes / 1024), static_cast<long long>(c.copies),
-                static_cast<long long>(c.host_syncs), static_cast<long long>(c.allocations));
+                static_cast<long long>(c.host_syncs), static_cast<long long>(c.allocations),
+                double(c.non_gemm_bytes()) / 1e6, double(c.floor_bytes) / 1e6, floor_ratio(c));
   return buf;
 }
 
@@ -122,9 +130,10 @@ int run(int argc, char** argv) {
   std::printf("%s\n", line("micro-batch, all", (fwd_end - fwd_begin) + (bwd_end - bwd_begin)).c_str());
   const DeviceCounts l = atm_f + atm_b;
   std::printf("per layer: launches %lld, host syncs %lld, memsets %lld, allocations %lld, "
-              "non-GEMM bytes not counted yet\n",
+              "non-GEMM bytes %.2f x the floor\n",
               static_cast<long long>(l.launches + l.gemms), static_cast<long long>(l.host_syncs),
-              static_cast<long long>(l.memsets), static_cast<long long>(l.allocations));
+              static_cast<long long>(l.memsets), static_cast<long long>(l.allocations),
+              floor_ratio(l));
   return 0;
 }
 

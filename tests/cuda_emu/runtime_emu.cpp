@@ -134,10 +134,12 @@ void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream) {
 }
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream) {
   if (!bytes) return;
-  count_device_event(DeviceEvent::Copy);
+  count_device_event(DeviceEvent::DeviceCopy, 2 * static_cast<std::int64_t>(bytes));
   std::memmove(dst, src, bytes);
 }
-void check_launch(const char*, const char*, int) { count_device_event(DeviceEvent::Launch); }
+void check_launch(const char*, std::int64_t bytes, const char*, int) {
+  count_device_event(DeviceEvent::Launch, bytes);
+}
 
 void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) {
   total_bytes = device_properties(0).memory_bytes;

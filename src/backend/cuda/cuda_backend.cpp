@@ -2,6 +2,7 @@
 // layer's products, AdamW, and registration. The layer ops are in
 // cuda_backend_layers.cpp and cuda_backend_attention.cpp.
 #include "backend/cuda/cuda_backend.hpp"
+#include "backend/cuda/device_counters.hpp"
 
 #include <atomic>
 #include <map>
@@ -129,6 +130,21 @@ Tensor CudaBackend::do_alloc(DType dtype, std::int64_t rows, std::int64_t cols) 
   return t;
 }
 
+// The traffic floor counts the non-GEMM device work: not the matrix
+// products, nor the host transfers (device_counters.hpp).
+void CudaBackend::note_operand_bytes(Op op, std::int64_t bytes) {
+  switch (op) {
+    case Op::linear_fwd:
+    case Op::linear_bwd_data:
+    case Op::linear_bwd_weight:
+    case Op::to_host:
+    case Op::from_host:
+    case Op::copy_to_host:
+    case Op::copy_from_host: return;
+    default: count_device_event(DeviceEvent::Floor, bytes);
+  }
+}
+
 Tensor CudaBackend::do_alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) {
   Tensor t = allocate_tensor(dtype, rows, cols, "an uninitialised");
   if (poison_uninit_requested()) memset_bytes(t.data(), 0xFF, rounded_up(t.bytes()), stream_);
@@ -199,15 +215,15 @@ void CudaBackend::do_axpy(double alpha, const Tensor& x, const Tensor& y) {
 void CudaBackend::do_scale(const Tensor& x, double alpha) { kernels::scale(x, alpha, stream_); }
 
 void CudaBackend::do_sum(const Tensor& x, const Tensor& acc) {
-  const Tensor partials =
-      alloc(DType::F64, 1, (x.numel() + kernels::kSumChunk - 1) / kernels::kSumChunk + 1);
+  const Tensor partials = alloc_uninit(  // every chunk writes its partial sum
+      DType::F64, 1, (x.numel() + kernels::kSumChunk - 1) / kernels::kSumChunk + 1);
   kernels::sum(x, false, static_cast<double*>(acc.data()), static_cast<double*>(partials.data()),
                stream_);
 }
 
 void CudaBackend::do_sum_squares(const Tensor& x, const Tensor& acc) {
-  const Tensor partials =
-      alloc(DType::F64, 1, (x.numel() + kernels::kSumChunk - 1) / kernels::kSumChunk + 1);
+  const Tensor partials = alloc_uninit(  // every chunk writes its partial sum
+      DType::F64, 1, (x.numel() + kernels::kSumChunk - 1) / kernels::kSumChunk + 1);
   kernels::sum(x, true, static_cast<double*>(acc.data()), static_cast<double*>(partials.data()),
                stream_);
 }

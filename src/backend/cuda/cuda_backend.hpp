@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   // Without the zero-fill (a memset of the whole tensor): for outputs an op
   // writes whole. All bits set under WIOLA_POISON_UNINIT=1, as on the CPU.
   Tensor do_alloc_uninit(DType dtype, std::int64_t rows, std::int64_t cols) override;
+  void note_operand_bytes(Op op, std::int64_t bytes) override;
   void do_fill(const Tensor& t, double value) override;
   void do_copy(const Tensor& src, const Tensor& dst) override;
   void do_convert(const Tensor& src, const Tensor& dst) override;

@@ -52,7 +52,7 @@ void CudaBackend::do_attention_bwd(
       dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx, d_o, dq, dk, dv,
       dctx_k, dctx_v, dphi,
       [this](DType dtype, std::int64_t rows, std::int64_t cols) {
-        return alloc(dtype, rows, cols);
+        return alloc_uninit(dtype, rows, cols);
       },
       stream_);
 }

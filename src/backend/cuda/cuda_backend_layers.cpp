@@ -54,7 +54,8 @@ void CudaBackend::do_wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Te
   check_norm_width("wrmsnorm_bwd", x);
   const std::int64_t n = x.rows(), d = x.cols();
   if (n == 0 || d == 0) return;
-  const Tensor partials = alloc(DType::F32, 1, kernels::wrmsnorm_bwd_scratch(n, d));
+  // Every chunk writes its partial sums before the second pass reads them.
+  const Tensor partials = alloc_uninit(DType::F32, 1, kernels::wrmsnorm_bwd_scratch(n, d));
   kernels::wrmsnorm_bwd(x, gamma, delta, rstd, dy, dx, accumulate, dgamma, ddelta,
                         static_cast<float*>(partials.data()), stream_);
 }

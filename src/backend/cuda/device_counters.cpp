@@ -8,7 +8,7 @@ namespace {
 
 struct Atomics {
   std::atomic<std::int64_t> launches{0}, gemms{0}, memsets{0}, memset_bytes{0}, copies{0},
-      host_syncs{0}, allocations{0};
+      host_syncs{0}, allocations{0}, kernel_bytes{0}, device_copy_bytes{0}, floor_bytes{0};
 };
 
 Atomics& atomics() {
@@ -27,6 +27,9 @@ DeviceCounts operator-(const DeviceCounts& a, const DeviceCounts& b) {
   d.copies = a.copies - b.copies;
   d.host_syncs = a.host_syncs - b.host_syncs;
   d.allocations = a.allocations - b.allocations;
+  d.kernel_bytes = a.kernel_bytes - b.kernel_bytes;
+  d.device_copy_bytes = a.device_copy_bytes - b.device_copy_bytes;
+  d.floor_bytes = a.floor_bytes - b.floor_bytes;
   return d;
 }
 
@@ -34,13 +37,21 @@ void count_device_event(DeviceEvent e, std::int64_t bytes) {
   Atomics& a = atomics();
   constexpr auto relaxed = std::memory_order_relaxed;
   switch (e) {
-    case DeviceEvent::Launch: a.launches.fetch_add(1, relaxed); break;
+    case DeviceEvent::Launch:
+      a.launches.fetch_add(1, relaxed);
+      a.kernel_bytes.fetch_add(bytes, relaxed);
+      break;
     case DeviceEvent::Gemm: a.gemms.fetch_add(1, relaxed); break;
     case DeviceEvent::Memset:
       a.memsets.fetch_add(1, relaxed);
       a.memset_bytes.fetch_add(bytes, relaxed);
       break;
     case DeviceEvent::Copy: a.copies.fetch_add(1, relaxed); break;
+    case DeviceEvent::DeviceCopy:
+      a.copies.fetch_add(1, relaxed);
+      a.device_copy_bytes.fetch_add(bytes, relaxed);
+      break;
+    case DeviceEvent::Floor: a.floor_bytes.fetch_add(bytes, relaxed); break;
     case DeviceEvent::HostSync: a.host_syncs.fetch_add(1, relaxed); break;
     case DeviceEvent::Allocation: a.allocations.fetch_add(1, relaxed); break;
   }
@@ -56,6 +67,9 @@ DeviceCounts device_counts() {
   c.copies = a.copies.load();
   c.host_syncs = a.host_syncs.load();
   c.allocations = a.allocations.load();
+  c.kernel_bytes = a.kernel_bytes.load();
+  c.device_copy_bytes = a.device_copy_bytes.load();
+  c.floor_bytes = a.floor_bytes.load();
   return c;
 }
 

@@ -6,6 +6,15 @@
 // GPU-less machine prints are the ones a GPU run makes (tools/gpu-counts.sh,
 // docs/performance.md). Process-wide, thread-safe; read a phase as the
 // difference of two snapshots.
+//
+// Bytes: every kernel launch declares the distinct bytes it reads and writes
+// in device memory (what several blocks of it read, which the L2 cache
+// serves, counts once; what two kernels of one op both read counts twice);
+// memsets count what they write and device-to-device copies what they read
+// and write. The floor is, per op outside the matrix products and
+// the host transfers, the bytes of its operands, each tensor once: every
+// input read once and every output written once (an output the op adds
+// into is counted once, not read and written).
 #include <cstdint>
 
 namespace wiola::cuda {
@@ -18,6 +27,11 @@ struct DeviceCounts {
   std::int64_t copies = 0;       // host to device, device to device, device to host
   std::int64_t host_syncs = 0;   // the host waited for the stream
   std::int64_t allocations = 0;  // cudaMallocAsync calls
+  std::int64_t kernel_bytes = 0;       // declared by the launches
+  std::int64_t device_copy_bytes = 0;  // read and written by device-to-device copies
+  std::int64_t floor_bytes = 0;        // the ops' operands, each once
+  // What the non-GEMM work moves through device memory.
+  std::int64_t non_gemm_bytes() const { return kernel_bytes + memset_bytes + device_copy_bytes; }
   // Everything the device runs in order on the stream: what a CUDA graph of
   // the phase would hold.
   std::int64_t device_operations() const { return launches + gemms + memsets + copies; }
@@ -25,9 +39,12 @@ struct DeviceCounts {
 
 DeviceCounts operator-(const DeviceCounts& after, const DeviceCounts& before);
 
-enum class DeviceEvent : std::uint8_t { Launch, Gemm, Memset, Copy, HostSync, Allocation };
+enum class DeviceEvent : std::uint8_t {
+  Launch, Gemm, Memset, Copy, DeviceCopy, HostSync, Allocation, Floor
+};
 
-// Called by the runtimes and the matrix products; `bytes` for memsets.
+// Called by the runtimes, the matrix products and the backend's op front;
+// `bytes` for launches, memsets, device-to-device copies and the floor.
 void count_device_event(DeviceEvent e, std::int64_t bytes = 0);
 DeviceCounts device_counts();
 

@@ -5,6 +5,7 @@
 // Every call is checked: a failure throws wiola::Error naming the call, the
 // source file and line, this process's rank and host, and CUDA's message.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace wiola::cuda {
@@ -46,9 +47,12 @@ void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, Str
 void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, Stream s);
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s);
 
-// After a kernel launch: reports a launch error naming the kernel.
-void check_launch(const char* kernel, const char* file, int line);
-#define WIOLA_CHECK_LAUNCH(kernel) ::wiola::cuda::check_launch(kernel, __FILE__, __LINE__)
+// After a kernel launch: counts it with the distinct bytes it reads and
+// writes in device memory (device_counters.hpp), and reports a launch error
+// naming the kernel.
+void check_launch(const char* kernel, std::int64_t bytes, const char* file, int line);
+#define WIOLA_CHECK_LAUNCH(kernel, bytes) \
+  ::wiola::cuda::check_launch(kernel, bytes, __FILE__, __LINE__)
 
 // Free and total memory of the current device (bytes).
 void memory_info(std::size_t& free_bytes, std::size_t& total_bytes);

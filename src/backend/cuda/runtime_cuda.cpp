@@ -156,12 +156,12 @@ void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, S
 
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s) {
   if (!bytes) return;
-  count_device_event(DeviceEvent::Copy);
+  count_device_event(DeviceEvent::DeviceCopy, 2 * static_cast<std::int64_t>(bytes));
   WIOLA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(s)));
 }
 
-void check_launch(const char* kernel, const char* file, int line) {
-  count_device_event(DeviceEvent::Launch);
+void check_launch(const char* kernel, std::int64_t bytes, const char* file, int line) {
+  count_device_event(DeviceEvent::Launch, bytes);
   const cudaError_t rc = cudaGetLastError();
   if (rc != cudaSuccess) fail_call(rc, kernel, file, line);
 }

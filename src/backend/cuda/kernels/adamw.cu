@@ -101,7 +101,8 @@ void adamw_step(const Backend::AdamW& a, const Tensor& param, const Tensor& grad
   const char* kernel = param.dtype() == DType::F64
                            ? launch_adamw<double>(n, h, param, grad, m, v, stream)
                            : launch_adamw<float>(n, h, param, grad, m, v, stream);
-  WIOLA_CHECK_LAUNCH(kernel);
+  // The gradient read; the parameter and both moments read and written.
+  WIOLA_CHECK_LAUNCH(kernel, bytes_of(grad) + 2 * (bytes_of(param) + bytes_of(m) + bytes_of(v)));
 }
 
 }  // namespace wiola::cuda::kernels

@@ -138,7 +138,9 @@ void atm_plan(const Tensor& rho, int batch, int seq, double tau, bool paper, boo
   WIOLA_LAUNCH(atm_plan_kernel, dim3(static_cast<unsigned>(batch)), dim3(kPlanThreads), 0,
                static_cast<cudaStream_t>(s))(seq, static_cast<const float*>(rho.data()), rho.ld(),
                                               tau, paper, causal_summary, m);
-  WIOLA_CHECK_LAUNCH("atm_plan_kernel");
+  // rho read (each walk reads it again, from the L1 cache); ten maps written.
+  const std::int64_t n = std::int64_t(batch) * seq, i32 = sizeof(std::int32_t);
+  WIOLA_CHECK_LAUNCH("atm_plan_kernel", bytes_of(rho) + (9 * n + 2 * batch) * i32);
 }
 
 }  // namespace wiola::cuda::kernels

@@ -22,7 +22,9 @@ namespace wiola::cuda::kernels {
 inline constexpr int kAttentionMaxContexts = 8;
 inline constexpr int kAttentionMaxHeadDim = 128;
 
-// Zero-filled device memory for the backward pass's workspaces.
+// Device memory for the backward pass's workspaces, not zero-filled: each
+// kernel reads only what an earlier one wrote (the counters the context
+// gradients count into are zeroed where they are made).
 using Allocate = std::function<Tensor(DType dtype, std::int64_t rows, std::int64_t cols)>;
 
 void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,

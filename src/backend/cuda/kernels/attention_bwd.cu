@@ -420,13 +420,17 @@ template <class T, int DHP>
 void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
   const auto stream = static_cast<cudaStream_t>(s);
   const unsigned kt = unsigned((a.seq + kBK - 1) / kBK), qt = unsigned((a.seq + kBQ - 1) / kBQ);
+  const AttentionBytes b = attention_bytes(a);
+  const std::int64_t n = std::int64_t(a.batch) * a.seq;
   {
     using L = DkdvSmem<T, DHP>;
     auto* kernel = attention_bwd_dkdv<T, DHP>;
     allow_shared(kernel, L::bytes, "attention_bwd_dkdv");
     WIOLA_LAUNCH(kernel, dim3(kt, unsigned(a.kv_heads), unsigned(a.batch)), dim3(kTileThreads),
                  L::bytes, stream)(a, w);
-    WIOLA_CHECK_LAUNCH("attention_bwd_dkdv");
+    // K, V, Q, dO, lse and D read (a query tile once per key tile that it
+    // sees, from the L2 cache: once); dK and dV written.
+    WIOLA_CHECK_LAUNCH("attention_bwd_dkdv", 2 * b.kv + 2 * b.q + 2 * b.stats + n * 12 + 2 * b.kv);
   }
   {
     using L = DqSmem<T, DHP>;
@@ -434,7 +438,10 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
     allow_shared(kernel, L::bytes, "attention_bwd_dq");
     WIOLA_LAUNCH(kernel, dim3(qt, unsigned(a.heads), unsigned(a.batch)), dim3(kTileThreads), L::bytes,
                  stream)(a, w);
-    WIOLA_CHECK_LAUNCH("attention_bwd_dq");
+    // Q, dO, lse, D, K, V and the index read, and with context the context
+    // rows, O_ctx and lse_ctx; dQ and the context coefficients written.
+    const std::int64_t ctx = a.n_ctx > 0 ? b.ctx + b.q + b.stats + 2 * b.stats * a.n_ctx : 0;
+    WIOLA_CHECK_LAUNCH("attention_bwd_dq", 2 * b.q + 2 * b.stats + 2 * b.kv + n * 12 + ctx + b.q);
   }
 }
 
@@ -484,10 +491,13 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    static_cast<int*>(qstats.data())};
     WIOLA_LAUNCH(attention_query_stats<T>, dim3(unsigned(n_qtiles), unsigned(dims.batch)),
                  dim3(kBQ), 0, stream)(a, w.qstats);
-    WIOLA_CHECK_LAUNCH("attention_query_stats");
+    // The index of every query row; three statistics per query tile.
+    WIOLA_CHECK_LAUNCH("attention_query_stats", n * 8 + std::int64_t(dims.batch) * n_qtiles * 12);
     WIOLA_LAUNCH(attention_bwd_prep<T>, dim3(unsigned((n + kWarps - 1) / kWarps)),
                  dim3(kTileThreads), 0, stream)(a, w);
-    WIOLA_CHECK_LAUNCH("attention_bwd_prep");
+    // dO, O_self and O_ctx of every row; D of every row and head, dβ of every row.
+    const std::int64_t outs = (n_ctx > 0 ? 3 : 2) * bytes_of(d_o);
+    WIOLA_CHECK_LAUNCH("attention_bwd_prep", outs + n * (dims.heads + 1) * 4 + n * 4);
     with_padded_head_dim(dims.head_dim,
                          [&](auto dhp) { launch_tiles<T, decltype(dhp)::value>(a, w, s); });
   };

@@ -31,7 +31,6 @@
 // and largest extra key. Index values come from the host-side plan builders
 // and are not validated on the device; the kernels clamp them so that a bad
 // value never reads outside a tensor.
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -80,6 +79,20 @@ struct Args {
 };
 
 // Padded head dimension: 16, 32, 64, 96 or 128.
+// The bytes of the attention operands, for WIOLA_CHECK_LAUNCH (distinct
+// bytes: a tile that several blocks read, K and V tiles revisited by later
+// query tiles or shared by the query heads of a group, is served by the L2
+// cache and counts once).
+struct AttentionBytes {
+  std::int64_t q, kv, ctx, stats;  // q-shaped [N, H·dh]; k or v; all context k and v; [N, H] fp32
+};
+template <class T>
+AttentionBytes attention_bytes(const Args<T>& a) {
+  const std::int64_t n = std::int64_t(a.batch) * a.seq, dh = a.head_dim, e = sizeof(T);
+  return {n * a.heads * dh * e, n * a.kv_heads * dh * e,
+          2 * std::int64_t(a.n_ctx) * a.ctx_rows * a.kv_heads * dh * e, n * a.heads * 4};
+}
+
 inline int padded_head_dim(int dh) {
   return dh <= 16 ? 16 : dh <= 32 ? 32 : dh <= 64 ? 64 : dh <= 96 ? 96 : 128;
 }

@@ -255,9 +255,13 @@ void attention_context_grads(const AttentionDims& dims, const Tensor& q, const T
     readable = std::min(readable, c.rows());
   }
 
-  const Tensor key = alloc(DType::I32, n, 1), count = alloc(DType::I32, rows + 1, 1),
-               start = alloc(DType::I32, rows + 1, 1), chunk_start = alloc(DType::I32, rows + 1, 1),
-               cursor = alloc(DType::I32, rows + 1, 1), unsorted = alloc(DType::I32, n, 1),
+  // count and cursor are counted into (atomics): one block, one memset.
+  const Tensor counters = alloc(DType::I32, 2 * (rows + 1), 1);
+  memset_zero(counters.data(), counters.bytes(), s);
+  const Tensor count = counters.rows_slice(0, rows + 1),
+               cursor = counters.rows_slice(rows + 1, 2 * (rows + 1));
+  const Tensor key = alloc(DType::I32, n, 1), start = alloc(DType::I32, rows + 1, 1),
+               chunk_start = alloc(DType::I32, rows + 1, 1), unsorted = alloc(DType::I32, n, 1),
                readers = alloc(DType::I32, n, 1);
   const Buckets bk{static_cast<int>(rows),
                    static_cast<const int*>(key.data()),
@@ -272,13 +276,17 @@ void attention_context_grads(const AttentionDims& dims, const Tensor& q, const T
       n, dims.seq, static_cast<const std::int32_t*>(index.n_queries.data()),
       static_cast<const std::int32_t*>(index.ctx_row.data()), static_cast<int>(readable),
       static_cast<int*>(key.data()), bk.count);
-  WIOLA_CHECK_LAUNCH("ctx_count");
+  // The index of every row read, its key written and counted (read and written).
+  WIOLA_CHECK_LAUNCH("ctx_count", n * 16 + std::int64_t(dims.batch) * 4);
   WIOLA_LAUNCH(ctx_scan, dim3(1), dim3(kScanThreads), 0, stream)(bk);
-  WIOLA_CHECK_LAUNCH("ctx_scan");
+  WIOLA_CHECK_LAUNCH("ctx_scan", (rows + 1) * 12);  // counts read, two offsets written
   WIOLA_LAUNCH(ctx_fill, dim3(blocks_of(n, kRowThreads)), dim3(kRowThreads), 0, stream)(n, bk);
-  WIOLA_CHECK_LAUNCH("ctx_fill");
+  // key, start and the cursor (read and written) per row; its slot written.
+  WIOLA_CHECK_LAUNCH("ctx_fill", n * 20);
   WIOLA_LAUNCH(ctx_rank, dim3(blocks_of(n, kRowThreads)), dim3(kRowThreads), 0, stream)(n, bk);
-  WIOLA_CHECK_LAUNCH("ctx_rank");
+  // Each row scans its bucket (from the L2 cache when rows share one) and
+  // writes its reader slot.
+  WIOLA_CHECK_LAUNCH("ctx_rank", n * 20);
 
   // At most Σ ceil(count / kChunk) over rows with more than kChunk readers
   // < 2n / kChunk chunks.
@@ -312,14 +320,20 @@ void attention_context_grads(const AttentionDims& dims, const Tensor& q, const T
       a.ctx_rows[c] = static_cast<int>(dctx_k[c].rows());
     }
     WIOLA_LAUNCH(ctx_partial<T>, dim3(unsigned(max_chunks)), dim3(kColThreads), 0, stream)(a);
-    WIOLA_CHECK_LAUNCH("ctx_partial");
+    // At most every chunk's partial sums written (the gathers: ctx_final).
+    WIOLA_CHECK_LAUNCH("ctx_partial", bytes_of(partials));
     if (rows > 0) {
       WIOLA_LAUNCH(ctx_final<T>, dim3(unsigned(rows)), dim3(kColThreads), 0, stream)(a);
-      WIOLA_CHECK_LAUNCH("ctx_final");
+      // Every reader's q, dO and coefficients gathered once (here or in
+      // ctx_partial), the partials read back, every context row's gradients written.
+      const std::int64_t coefs = 2 * n * dims.heads * n_ctx * 4,
+                         grads = 2 * std::int64_t(n_ctx) * rows * width * sizeof(T);
+      WIOLA_CHECK_LAUNCH("ctx_final", bytes_of(q) + bytes_of(d_o) + coefs + n * 4 +
+                                          bytes_of(partials) + grads);
     }
     WIOLA_LAUNCH(attention_dphi<T>, dim3(1), dim3(kColThreads), 0, stream)(
         static_cast<const T*>(phi.data()), dbeta_row, n, static_cast<float*>(dphi.data()));
-    WIOLA_CHECK_LAUNCH("attention_dphi");
+    WIOLA_CHECK_LAUNCH("attention_dphi", n * 4 + 8);
   };
   with_compute_type(q.dtype(), run);
 }

@@ -218,7 +218,12 @@ void launch_fwd(const Args<T>& a, const FwdOut<T>& out, Stream s) {
   allow_shared(kernel, L::bytes, "attention_fwd_kernel");
   const dim3 grid(unsigned((a.seq + kBQ - 1) / kBQ), unsigned(a.heads), unsigned(a.batch));
   WIOLA_LAUNCH(kernel, grid, dim3(kTileThreads), L::bytes, static_cast<cudaStream_t>(s))(a, out);
-  WIOLA_CHECK_LAUNCH("attention_fwd_kernel");
+  // Q, K, V, the context rows and the index read; O, O_self, O_ctx and the
+  // log-sum-exps written.
+  const AttentionBytes b = attention_bytes(a);
+  const std::int64_t n = std::int64_t(a.batch) * a.seq, ctx = a.n_ctx > 0 ? 1 : 0;
+  WIOLA_CHECK_LAUNCH("attention_fwd_kernel",
+                     b.q + 2 * b.kv + b.ctx + n * 12 + (2 + ctx) * b.q + (1 + ctx) * b.stats);
 }
 
 }  // namespace

@@ -39,6 +39,10 @@ void with_compute_type(DType dt, F&& f) {
     f(float{});
 }
 
+// A view's bytes (its elements, not its row stride): what a kernel that
+// touches each element once reads or writes of it (WIOLA_CHECK_LAUNCH).
+inline std::int64_t bytes_of(const Tensor& t) { return static_cast<std::int64_t>(t.bytes()); }
+
 // Blocks for a grid-stride loop over n elements.
 inline unsigned blocks_for(std::int64_t n) {
   const std::int64_t b = (n + kThreads - 1) / kThreads;

@@ -71,7 +71,9 @@ void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor
         loss.ld(), static_cast<float*>(lse.data()), lse.ld());
   };
   with_compute_type(logits.dtype(), launch);
-  WIOLA_CHECK_LAUNCH("ce_fwd_kernel");
+  // One pass over the logits (the target's logit read again: a row's one
+  // element); per row its target read, its loss and lse written.
+  WIOLA_CHECK_LAUNCH("ce_fwd_kernel", bytes_of(logits) + logits.rows() * (4 + 4 + 4 + 4));
 }
 
 void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
@@ -86,7 +88,8 @@ void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor
         lse.ld(), static_cast<float>(scale), static_cast<T*>(dlogits.data()), dlogits.ld());
   };
   with_compute_type(logits.dtype(), launch);
-  WIOLA_CHECK_LAUNCH("ce_bwd_kernel");
+  WIOLA_CHECK_LAUNCH("ce_bwd_kernel",
+                     bytes_of(logits) + bytes_of(dlogits) + logits.rows() * (4 + 4));
 }
 
 }  // namespace wiola::cuda::kernels

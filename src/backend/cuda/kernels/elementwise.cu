@@ -106,7 +106,11 @@ void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*
                  static_cast<cudaStream_t>(s))(shape.rows(), shape.cols(), vi, vo, f);
   };
   with_compute_type(shape.dtype(), launch);
-  WIOLA_CHECK_LAUNCH(kernel);
+  // Each input read once and each output written once (scale reads its output).
+  std::int64_t bytes = NI == 0 ? bytes_of(*out[0]) : 0;
+  for (const Tensor* t : in) bytes += bytes_of(*t);
+  for (const Tensor* t : out) bytes += bytes_of(*t);
+  WIOLA_CHECK_LAUNCH(kernel, bytes);
 }
 
 __device__ __forceinline__ float sigmoid(float x) {

@@ -43,7 +43,9 @@ void launch_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable, 
       TokenRows{static_cast<const std::int32_t*>(tokens.data())},
       static_cast<const T*>(dout.data()), dout.ld(), static_cast<float*>(dtable.data()),
       dtable.ld());
-  WIOLA_CHECK_LAUNCH("owner_scatter_add (embedding)");
+  WIOLA_CHECK_LAUNCH("owner_scatter_add (embedding)",
+                     scatter_bytes(tokens.rows(), dtable.rows(), dtable.cols(), sizeof(T),
+                                   sizeof(float), 4));
 }
 
 }  // namespace
@@ -58,7 +60,8 @@ void embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out,
         static_cast<const T*>(table.data()), table.ld(), static_cast<T*>(out.data()), out.ld());
   };
   with_compute_type(table.dtype(), launch);
-  WIOLA_CHECK_LAUNCH("embedding_gather");
+  // Each token's id and table row read, its output row written.
+  WIOLA_CHECK_LAUNCH("embedding_gather", bytes_of(tokens) + 2 * bytes_of(out));
 }
 
 void embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable, Stream s) {

@@ -82,7 +82,7 @@ void head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y, Stream s) {
                                                static_cast<const T*>(x.data()), x.ld(),
                                                static_cast<T*>(y.data()), y.ld());
   });
-  WIOLA_CHECK_LAUNCH("head_mean_fwd_kernel");
+  WIOLA_CHECK_LAUNCH("head_mean_fwd_kernel", bytes_of(x) + bytes_of(y));
 }
 
 void head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bool accumulate, Stream s) {
@@ -96,7 +96,7 @@ void head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx, bool accumu
                                                static_cast<const T*>(dy.data()), dy.ld(),
                                                static_cast<T*>(dx.data()), dx.ld(), accumulate);
   });
-  WIOLA_CHECK_LAUNCH("head_mean_bwd_kernel");
+  WIOLA_CHECK_LAUNCH("head_mean_bwd_kernel", bytes_of(dy) + (accumulate ? 2 : 1) * bytes_of(dx));
 }
 
 void head_scale_fwd(const Tensor& x, const Tensor& scale, int head_dim, const Tensor& y,
@@ -111,7 +111,7 @@ void head_scale_fwd(const Tensor& x, const Tensor& scale, int head_dim, const Te
         x.rows(), heads, head_dim, static_cast<const T*>(x.data()), x.ld(),
         static_cast<const T*>(scale.data()), scale.ld(), static_cast<T*>(y.data()), y.ld());
   });
-  WIOLA_CHECK_LAUNCH("head_scale_fwd_kernel");
+  WIOLA_CHECK_LAUNCH("head_scale_fwd_kernel", bytes_of(x) + bytes_of(scale) + bytes_of(y));
 }
 
 void head_scale_bwd(const Tensor& x, const Tensor& scale, const Tensor& dy, int head_dim,
@@ -127,7 +127,8 @@ void head_scale_bwd(const Tensor& x, const Tensor& scale, const Tensor& dy, int 
         static_cast<const T*>(scale.data()), scale.ld(), static_cast<const T*>(dy.data()),
         dy.ld(), static_cast<T*>(dx.data()), dx.ld(), static_cast<T*>(ds.data()), ds.ld());
   });
-  WIOLA_CHECK_LAUNCH("head_scale_bwd_kernel");
+  WIOLA_CHECK_LAUNCH("head_scale_bwd_kernel", bytes_of(x) + bytes_of(scale) + bytes_of(dy) +
+                                                  bytes_of(dx) + bytes_of(ds));
 }
 
 }  // namespace wiola::cuda::kernels

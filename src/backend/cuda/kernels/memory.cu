@@ -118,7 +118,7 @@ void fill(const Tensor& t, double value, Stream s) {
                  static_cast<cudaStream_t>(s))(t.rows(), t.cols(), static_cast<T*>(t.data()),
                                                t.ld(), v);
   });
-  WIOLA_CHECK_LAUNCH(kernel);
+  WIOLA_CHECK_LAUNCH(kernel, bytes_of(t));
 }
 
 void convert(const Tensor& src, const Tensor& dst, Stream s) {
@@ -145,7 +145,7 @@ void convert(const Tensor& src, const Tensor& dst, Stream s) {
                                                  static_cast<D*>(dst.data()), dst.ld());
     });
   });
-  WIOLA_CHECK_LAUNCH(kernel);
+  WIOLA_CHECK_LAUNCH(kernel, bytes_of(src) + bytes_of(dst));
 }
 
 void copy(const Tensor& src, const Tensor& dst, Stream s) {

@@ -53,9 +53,9 @@ void sum(const Tensor& x, bool squares, double* acc, double* partials, Stream s)
           x.rows(), x.cols(), static_cast<const float*>(x.data()), x.ld(), squares, partials);
       break;
   }
-  WIOLA_CHECK_LAUNCH("chunk_sums");
+  WIOLA_CHECK_LAUNCH("chunk_sums", bytes_of(x) + chunks * std::int64_t(sizeof(double)));
   WIOLA_LAUNCH(add_partials, dim3(1), dim3(kThreads), 0, stream)(partials, chunks, acc);
-  WIOLA_CHECK_LAUNCH("add_partials");
+  WIOLA_CHECK_LAUNCH("add_partials", (chunks + 2) * std::int64_t(sizeof(double)));
 }
 
 }  // namespace wiola::cuda::kernels

@@ -92,7 +92,8 @@ void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho, Str
         n, seq, x.cols(), static_cast<const T*>(x.data()), x.ld(),
         static_cast<float*>(rho.data()), rho.ld());
   });
-  WIOLA_CHECK_LAUNCH("cosine_next_kernel");
+  // Each row read by its own warp and its predecessor's (the L2 cache: once).
+  WIOLA_CHECK_LAUNCH("cosine_next_kernel", bytes_of(x) + bytes_of(rho));
 }
 
 void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
@@ -106,7 +107,9 @@ void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
         static_cast<const std::int32_t*>(idx_a.data()),
         static_cast<const std::int32_t*>(idx_b.data()), static_cast<T*>(dst.data()), dst.ld());
   });
-  WIOLA_CHECK_LAUNCH("merge_fwd_kernel");
+  // The indices and at most every source row read, every row written.
+  WIOLA_CHECK_LAUNCH("merge_fwd_kernel", bytes_of(idx_a) + bytes_of(idx_b) + bytes_of(src) +
+                                             bytes_of(dst));
 }
 
 void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
@@ -123,7 +126,11 @@ void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b
         static_cast<const T*>(ddst.data()), ddst.ld(), static_cast<T*>(dsrc.data()),
         dsrc.ld());
   });
-  WIOLA_CHECK_LAUNCH("owner_scatter_add (merge_rows)");
+  // Items are (row, slot) pairs: both slots read their row of ddst (from
+  // the L2 cache the second time) and its two indices.
+  WIOLA_CHECK_LAUNCH("owner_scatter_add (merge_rows)",
+                     scatter_bytes(ddst.rows(), dsrc.rows(), 2 * dsrc.cols(),
+                                   dtype_size(ddst.dtype()), dtype_size(dsrc.dtype()), 8));
 }
 
 }  // namespace wiola::cuda::kernels

@@ -42,6 +42,17 @@ struct ScatterPlan {
   unsigned blocks = 0;
 };
 
+// What owner_scatter_add reads and writes, for WIOLA_CHECK_LAUNCH (distinct
+// bytes: the keys every block stages come from the L2 cache): every item's
+// key (`key_bytes` of index per item) and source row, and the destination
+// rows the items add into, read and written: at most one per item.
+inline std::int64_t scatter_bytes(std::int64_t items, std::int64_t dst_rows, std::int64_t cols,
+                                  std::int64_t src_elem, std::int64_t dst_elem,
+                                  std::int64_t key_bytes) {
+  const std::int64_t touched = items < dst_rows ? items : dst_rows;
+  return items * key_bytes + items * cols * src_elem + 2 * touched * cols * dst_elem;
+}
+
 // Partitions: the largest power of two <= dst_rows and <= target / tiles.
 inline ScatterPlan plan_scatter(std::int64_t dst_rows, std::int64_t cols) {
   ScatterPlan p;

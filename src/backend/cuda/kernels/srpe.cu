@@ -50,7 +50,10 @@ void srpe_apply(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
         interleaved, static_cast<T*>(y.data()), y.ld());
   };
   with_compute_type(x.dtype(), launch);
-  WIOLA_CHECK_LAUNCH("srpe_kernel");
+  // x read and y written; the positions, and the table rows they select.
+  const std::int64_t table_rows = x.rows() < cos_tab.rows() ? x.rows() : cos_tab.rows();
+  WIOLA_CHECK_LAUNCH("srpe_kernel",
+                     bytes_of(x) + bytes_of(y) + x.rows() * 4 + table_rows * 2 * half * 4);
 }
 
 }  // namespace wiola::cuda::kernels

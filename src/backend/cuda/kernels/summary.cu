@@ -131,7 +131,8 @@ void summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq, const Te
       WIOLA_LAUNCH(sequence_fwd<T>, grid, block, 0, stream)(tiles, seq, d, xp, x.ld(), sp,
                                                             s.ld());
   });
-  WIOLA_CHECK_LAUNCH("summary_fwd");
+  // x read (the causal scan's second pass over a slice: from the cache), s written.
+  WIOLA_CHECK_LAUNCH("summary_fwd", bytes_of(x) + bytes_of(s));
 }
 
 void summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq, const Tensor& dx,
@@ -152,7 +153,8 @@ void summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq, const T
                                                                 dxp, dx.ld());
     }
   });
-  WIOLA_CHECK_LAUNCH("summary_bwd");
+  // ds read; dx added into (read and written).
+  WIOLA_CHECK_LAUNCH("summary_bwd", bytes_of(ds) + 2 * bytes_of(dx));
 }
 
 }  // namespace wiola::cuda::kernels

@@ -140,7 +140,11 @@ void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, dou
         static_cast<float>(eps), static_cast<T*>(y.data()), y.ld(),
         static_cast<float*>(rstd.data()), rstd.ld());
   });
-  WIOLA_CHECK_LAUNCH("wrmsnorm_fwd_kernel");
+  // A row stays in registers: x read and y written once; γ and δ, which
+  // every block reads, count once (the L2 cache serves them).
+  WIOLA_CHECK_LAUNCH("wrmsnorm_fwd_kernel", bytes_of(x) + bytes_of(gamma) +
+                                               (delta.defined() ? bytes_of(delta) : 0) +
+                                               bytes_of(y) + bytes_of(rstd));
 }
 
 void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, const Tensor& rstd,
@@ -159,12 +163,17 @@ void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, con
         static_cast<const float*>(rstd.data()), rstd.ld(), static_cast<const T*>(dy.data()),
         dy.ld(), static_cast<T*>(dx.data()), dx.ld(), accumulate, scratch);
   });
-  WIOLA_CHECK_LAUNCH("wrmsnorm_bwd_rows");
+  const std::int64_t params = bytes_of(gamma) + (delta.defined() ? bytes_of(delta) : 0);
+  const std::int64_t partials = chunks * 2 * d * 4;
+  WIOLA_CHECK_LAUNCH("wrmsnorm_bwd_rows", bytes_of(x) + bytes_of(rstd) + bytes_of(dy) +
+                                              (accumulate ? 2 : 1) * bytes_of(dx) + params +
+                                              partials);
   WIOLA_LAUNCH(wrmsnorm_bwd_params, dim3(static_cast<unsigned>((2 * d + 31) / 32)),
                dim3(kSlices * 32), 0, stream)(chunks, static_cast<int>(d), scratch,
                                               static_cast<float*>(dgamma.data()),
                                               static_cast<float*>(ddelta.data()));
-  WIOLA_CHECK_LAUNCH("wrmsnorm_bwd_params");
+  // The partials read; dγ and dδ added into.
+  WIOLA_CHECK_LAUNCH("wrmsnorm_bwd_params", partials + (ddelta.defined() ? 2 : 1) * 2 * d * 4);
 }
 
 }  // namespace wiola::cuda::kernels
