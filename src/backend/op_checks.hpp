@@ -90,14 +90,20 @@ class OpChecks {
   // array: no allocation per op (the most operands an op has is about 50,
   // attention's backward with 8 summaries); past it, views count without
   // the check.
+  // Trivial, so that the array costs nothing to set up.
   struct View {
-    std::string_view name;
+    const char* name;
+    std::size_t name_size;
     const void* data;
     std::int64_t rows, cols, ld;
     DType dtype;
-    bool operator==(const View&) const = default;
+    bool operator==(const View& o) const {
+      return data == o.data && rows == o.rows && cols == o.cols && ld == o.ld &&
+             dtype == o.dtype &&
+             std::string_view(name, name_size) == std::string_view(o.name, o.name_size);
+    }
   };
-  mutable std::array<View, 64> operands_{};
+  mutable std::array<View, 64> operands_;
   mutable std::size_t n_operands_ = 0;
   mutable std::int64_t operand_bytes_ = 0;
 };
