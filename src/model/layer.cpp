@@ -165,11 +165,11 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
   Tensor a = attention_forward(xq, xkv, ctx, *plan, batch, seq, s);
   if (plan->kind == PlanKind::Paper) {
     // Copy each merged output back to every member of its group.
+    // A paper plan has no extra key rows: its key_extra is all -1, the
+    // missing second index of every row.
     s.a_merged = a;
-    a = alloc(N, d);
-    Tensor none = be_.alloc(DType::I32, N, 1);
-    be_.fill(none, -1.0);
-    be_.merge_rows_fwd(s.a_merged, plan->unmerge, none, a);
+    a = output(N, d);  // every token row is its group's row
+    be_.merge_rows_fwd(s.a_merged, plan->unmerge, plan->index.key_extra, a);
   }
 
   return ffn_residual(x, a, s);
@@ -348,10 +348,8 @@ Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
     be_.copy(dxh, da);
   }
   if (plan.kind == PlanKind::Paper) {
-    da = alloc(N, d);
-    Tensor none = be_.alloc(DType::I32, N, 1);
-    be_.fill(none, -1.0);
-    be_.merge_rows_bwd(dxh, plan.unmerge, none, da);
+    da = alloc(N, d);  // added into
+    be_.merge_rows_bwd(dxh, plan.unmerge, plan.index.key_extra, da);  // key_extra: all -1
   }
   Tensor dxkv;
   Tensor dxq = attention_backward(da, ctx, dctx, s, dxkv);

@@ -6,7 +6,8 @@
 //   plain   queries and keys are the T tokens; query t sees keys 0..t.
 //   paper   (paper-literal ATM) the whole GCLA runs on the T' merged tokens:
 //           rows 0..T'-1 of each block are groups, a merged token takes its
-//           first member's position, and outputs are copied back to members.
+//           first member's position, and outputs are copied back to members;
+//           no query sees an extra key row (key_extra is -1 throughout).
 //   causal  (default ATM) queries stay one per token; key/value rows are the
 //           T' groups followed by the unmerged first members of the P pairs
 //           (T' + P = T). Query t sees every group whose members are all <= t;
