@@ -383,8 +383,8 @@ class Backend {
                                     double scale, const Tensor& dlogits) = 0;
   virtual void do_adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad,
                              const Tensor& m, const Tensor& v) = 0;
-  // Hears, before an outermost op runs, the bytes of its operands, each
-  // tensor once (op_checks.hpp): a device backend counts them as the op's
+  // Hears, before an outermost op runs, the bytes of its operands, as
+  // op_checks.hpp counts them: a device backend counts them as the op's
   // memory-traffic floor. The CPU backend ignores them.
   virtual void note_operand_bytes(Op /*op*/, std::int64_t /*bytes*/) {}
 

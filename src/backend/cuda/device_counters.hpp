@@ -11,10 +11,10 @@
 // in device memory (what several blocks of it read, which the L2 cache
 // serves, counts once; what two kernels of one op both read counts twice);
 // memsets count what they write and device-to-device copies what they read
-// and write. The floor is, per op outside the matrix products and
-// the host transfers, the bytes of its operands, each tensor once: every
-// input read once and every output written once (an output the op adds
-// into is counted once, not read and written).
+// and write. The floor is, per op outside the matrix products and the host
+// transfers, the bytes of its operands (op_checks.hpp): every input read
+// once and every output written once, an output the op adds into both read
+// and written, and of a gathered table only the rows the op selects.
 #include <cstdint>
 
 namespace wiola::cuda {
