@@ -87,11 +87,11 @@ ParamLayout::ParamLayout(const ModelConfig& c, std::span<const StageSpec> chunks
     n(role::kAttnNormGamma, 1, d, false, constant, 1.0);
     n(role::kAttnNormDelta, 1, d, false, constant, 0.0);
     n(role::kQProj, hd, d, true, normal, std_in);
+    n(role::kGateProj, hd, d, true, normal, std_in, true);  // [wq; wgate] (layer.cpp)
     n(role::kKProj, kvd, d, true, normal, std_in);
-    n(role::kVProj, kvd, d, true, normal, std_in, true);  // [wk; wv] (layer.cpp)
+    n(role::kVProj, kvd, d, true, normal, std_in, true);  // [wk; wv]
     n(role::kCtxKProj, kvd, d, true, normal, std_in);
     n(role::kCtxVProj, kvd, d, true, normal, std_in, true);  // [wck; wcv]
-    n(role::kGateProj, hd, d, true, normal, std_in);
     n(role::kOProj, d, hd, true, normal, std_out);
     n(role::kCtxLogit, 1, 1, false, constant, -3.0);
     n(role::kFfnNormGamma, 1, d, false, constant, 1.0);

@@ -55,6 +55,7 @@ LayerWeights views(const ParamStore& store, int layer, bool grads) {
     const Tensor& flat = grads ? store.grads() : store.params();
     return flat.range(first.offset, rows * first.cols).reshape(rows, first.cols);
   };
+  w.wqg = stacked({role::kQProj, role::kGateProj});
   w.wkv = stacked({role::kKProj, role::kVProj});
   w.wckv = stacked({role::kCtxKProj, role::kCtxVProj});
   w.a_gate_up = stacked({role::kAGate, role::kAUp});
@@ -245,16 +246,15 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   const std::int64_t hd = std::int64_t(c_.H) * dh, kvd = std::int64_t(c_.Hkv) * dh;
   require(!ctx.empty(), "layer ", index_, ": GCLA needs at least one context summary");
 
-  // Products that share an input run as one GEMM where their weights are
-  // neighbours in the parameter buffer: K and V, each summary's context K and
-  // V. Q and the gate logits are not neighbours (packing [wq; wgate] into one
-  // matrix every step measured no faster than two products). Every mode
-  // runs the same products (query side on xq, key/value side on xkv), so
-  // causal ATM with nothing merged stays plain GCLA bit for bit.
-  s.q = output(N, hd);
-  be_.linear_fwd(xq, w_.wq, s.q, false);
-  s.glog = output(N, hd);
-  be_.linear_fwd(xq, w_.wgate, s.glog, false);
+  // Products that share an input run as one GEMM over their weights stacked
+  // in the parameter buffer: Q and the gate logits, K and V, each summary's
+  // context K and V. Every mode runs the same products (query side on xq,
+  // key/value side on xkv), so causal ATM with nothing merged stays plain
+  // GCLA bit for bit.
+  s.qg = output(N, 2 * hd);
+  be_.linear_fwd(xq, w_.wqg, s.qg, false);
+  s.q = s.qg.cols_slice(0, hd);
+  s.glog = s.qg.cols_slice(hd, 2 * hd);
   be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.q);
   s.kv = output(N, 2 * kvd);
   be_.linear_fwd(xkv, w_.wkv, s.kv, false);
@@ -390,13 +390,14 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   Tensor dyv = output(N, hd);
   be_.linear_bwd_data(da, w_.wo, dyv, false);
   linear_weight_grad(be_, defer_, da, s.y, g_.wo);
-  Tensor dglog = output(N, hd), d_o = output(N, hd);
+  // dQ beside the gate logits' gradient, dK beside dV, each context dK beside
+  // its dV: the products of the forward's stacked weights, backwards.
+  Tensor dqg = output(N, 2 * hd), d_o = output(N, hd);
+  const Tensor dq = dqg.cols_slice(0, hd), dglog = dqg.cols_slice(hd, 2 * hd);
   be_.sigmoid_mul_bwd(s.glog, s.o, dyv, dglog, d_o);
 
-  // dK beside dV, each context dK beside its dV: the products of the
-  // forward's stacked weights, backwards.
   // The kernel writes dq, dk, dv and the context gradients whole.
-  Tensor dq = output(N, hd), dkv = output(N, 2 * kvd);
+  Tensor dkv = output(N, 2 * kvd);
   const Tensor dk = dkv.cols_slice(0, kvd), dv = dkv.cols_slice(kvd, 2 * kvd);
   std::vector<Tensor> dckv, dck, dcv;
   for (const Tensor& ck : s.ctx_k) {
@@ -417,8 +418,9 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dq);
   be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dk);
 
-  linear_weight_grad(be_, defer_, dq, xq, g_.wq);
-  linear_weight_grad(be_, defer_, dglog, xq, g_.wgate);
+  linear_weight_grad(be_, defer_, dqg, xq, g_.wqg);
+  // Two products, not one over [wq; wgate] with twice the depth: the sum of
+  // the two keeps the order (and so the bits) it always had on the CPU.
   Tensor dxq = output(N, c_.d);
   be_.linear_bwd_data(dq, w_.wq, dxq, false);
   be_.linear_bwd_data(dglog, w_.wgate, dxq, true);

@@ -16,12 +16,12 @@ namespace wiola {
 
 // Views of one layer's parameters (or of their gradients) in a ParamStore.
 // Neighbours in the canonical order are also seen as one matrix, so that the
-// products sharing an input run as one GEMM: wkv = [wk; wv], wckv = [wck;
-// wcv], a_gate_up = [a_gate; a_up] (rows stacked, [out, in]).
+// products sharing an input run as one GEMM: wqg = [wq; wgate], wkv = [wk;
+// wv], wckv = [wck; wcv], a_gate_up = [a_gate; a_up] (rows stacked, [out, in]).
 struct LayerWeights {
   Tensor attn_gamma, attn_delta, wq, wk, wv, wck, wcv, wgate, wo, phi;
   Tensor ffn_gamma, ffn_delta, a_gate, a_up, a_down, b_up, b_down, fuse;
-  Tensor wkv, wckv, a_gate_up;
+  Tensor wqg, wkv, wckv, a_gate_up;
   static LayerWeights params(const ParamStore& store, int layer);
   static LayerWeights grads(const ParamStore& store, int layer);
 };
@@ -51,8 +51,8 @@ struct LayerSaved {
   int batch = 0, seq = 0;
   Tensor x, xn, rstd1;         // input, normalised input
   Tensor xm;                   // merged rows (paper: GCLA input; causal: key/value source)
-  Tensor kv;                   // [K | V] of one product
-  Tensor q, k, v, glog;        // projections (q, k after SRPE; k, v: views of kv), gate logits
+  Tensor qg, kv;               // [Q | gate logits] and [K | V], one product each
+  Tensor q, k, v, glog;        // views of qg and kv (q, k after SRPE)
   std::vector<Tensor> ckv;     // [Kc | Vc] of every context summary
   std::vector<Tensor> ctx_k, ctx_v;
   Tensor o, o_self, o_ctx, lse_self, lse_ctx, y;
