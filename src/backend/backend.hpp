@@ -53,6 +53,19 @@ struct AttentionIndex {
   Tensor ctx_row;     // I32 [batch*seq, 1]: absolute row of every context tensor for query i
 };
 
+// GCLA's output gate Y = σ(G) ⊙ O taken by the attention op itself, so that
+// O is not read again by a pass of its own. Forward: reads glog, writes y
+// (sigmoid_mul_fwd(glog, o, y)). Backward: reads glog, O and dY, writes dglog
+// and d_o (sigmoid_mul_bwd(glog, o, dy, dglog, d_o)), then reads d_o as the
+// ungated backward does. The same bits as the separate ops; undefined
+// members: no gate.
+struct AttentionGate {
+  Tensor glog, y;  // [B*T, H*dh]
+};
+struct AttentionGateGrad {
+  Tensor glog, o, dy, dglog;  // [B*T, H*dh]
+};
+
 // A token plan's maps as the attention, SRPE and row-map ops read them
 // (ops/token_plan.hpp says what each holds for plain, paper and causal plans).
 struct TokenPlanTensors {
@@ -171,6 +184,12 @@ class Backend {
   void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, const Tensor& rstd,
                     const Tensor& dy, const Tensor& dx, bool accumulate, const Tensor& dgamma,
                     const Tensor& ddelta);
+  // A residual sum and its normalisation in one pass: sum = x + r (rounded to
+  // the dtype, as add writes it), then wrmsnorm_fwd(sum) into y and rstd. The
+  // same bits as add followed by wrmsnorm_fwd; its backward is theirs.
+  void add_wrmsnorm_fwd(const Tensor& x, const Tensor& r, const Tensor& gamma,
+                        const Tensor& delta, double eps, const Tensor& sum, const Tensor& y,
+                        const Tensor& rstd);
 
   // ---- SRPE / rotary maps (pairs inside every head) -------------------------
   // x, y [N, heads*head_dim] (y may be x); positions I32 [N, 1];
@@ -197,20 +216,22 @@ class Backend {
   // No context (n_ctx = 0; plain causal attention, Wiola 13M): O = O_self
   // exactly; phi, o_ctx, lse_ctx (and in backward dphi) are neither read nor
   // written and may be undefined Tensors; o_self may be the same tensor as o.
+  // With a gate (AttentionGate), also y = σ(glog) ⊙ O.
   void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
                      const Tensor& phi, const AttentionIndex& index, const Tensor& o,
                      const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
-                     const Tensor& lse_ctx);
+                     const Tensor& lse_ctx, const AttentionGate& gate = {});
   // Writes dq, dk, dv (same shapes as q, k, v) and dctx_k[c], dctx_v[c];
-  // adds into dphi.
+  // adds into dphi. With a gate (AttentionGateGrad), d_o is written first,
+  // from dY, with dglog.
   void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
                      const Tensor& phi, const AttentionIndex& index, const Tensor& o_self,
                      const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
                      const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                      std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                     const Tensor& dphi);
+                     const Tensor& dphi, const AttentionGateGrad& gate = {});
 
   // ---- per-head maps of x [N, heads*head_dim] (Wiola 13M's gate) ------------
   // y [N, head_dim] = the mean over the heads: y_j = (1/heads) Σ_h x[h*head_dim + j].
@@ -240,6 +261,11 @@ class Backend {
   void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& out);
   void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
                   const Tensor& dlogits, const Tensor& da, const Tensor& db);
+  // The fusion added to a residual in one pass: out = residual + fusion, the
+  // fusion rounded to the dtype first (the same bits as fusion_fwd followed by
+  // add). Its backward is fusion_bwd's (the residual's gradient is dout).
+  void fusion_add_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                      const Tensor& residual, const Tensor& out);
 
   // ---- GCLA layer summaries of x [B*T, d] ----------------------------------
   // Causal:   s [B*T, d], s[b,t] = mean of x[b,0..t].
@@ -326,6 +352,14 @@ class Backend {
   virtual void do_wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
                                const Tensor& rstd, const Tensor& dy, const Tensor& dx,
                                bool accumulate, const Tensor& dgamma, const Tensor& ddelta) = 0;
+  // Fused forms: by default the two ops they stand for, one after the other
+  // (the CPU's reference); a device backend runs them as one kernel.
+  virtual void do_add_wrmsnorm_fwd(const Tensor& x, const Tensor& r, const Tensor& gamma,
+                                   const Tensor& delta, double eps, const Tensor& sum,
+                                   const Tensor& y, const Tensor& rstd) {
+    do_add(x, r, sum);
+    do_wrmsnorm_fwd(sum, gamma, delta, eps, y, rstd);
+  }
   virtual void do_srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
                            const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
                            const Tensor& y) = 0;
@@ -346,6 +380,29 @@ class Backend {
                                 const Tensor& d_o, const Tensor& dq, const Tensor& dk,
                                 const Tensor& dv, std::span<const Tensor> dctx_k,
                                 std::span<const Tensor> dctx_v, const Tensor& dphi) = 0;
+  // The gated forms (AttentionGate): by default the gate's op after, or
+  // before, the attention op.
+  virtual void do_attention_fwd_gated(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                                      const Tensor& v, std::span<const Tensor> ctx_k,
+                                      std::span<const Tensor> ctx_v, const Tensor& phi,
+                                      const AttentionIndex& index, const Tensor& o,
+                                      const Tensor& o_self, const Tensor& o_ctx,
+                                      const Tensor& lse_self, const Tensor& lse_ctx,
+                                      const AttentionGate& gate) {
+    do_attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self, lse_ctx);
+    do_sigmoid_mul_fwd(gate.glog, o, gate.y);
+  }
+  virtual void do_attention_bwd_gated(
+      const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+      std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v, const Tensor& phi,
+      const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx,
+      const Tensor& lse_self, const Tensor& lse_ctx, const Tensor& d_o, const Tensor& dq,
+      const Tensor& dk, const Tensor& dv, std::span<const Tensor> dctx_k,
+      std::span<const Tensor> dctx_v, const Tensor& dphi, const AttentionGateGrad& gate) {
+    do_sigmoid_mul_bwd(gate.glog, gate.o, gate.dy, gate.dglog, d_o);
+    do_attention_bwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx,
+                     d_o, dq, dk, dv, dctx_k, dctx_v, dphi);
+  }
   virtual void do_head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) = 0;
   virtual void do_head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx,
                                 bool accumulate) = 0;
@@ -366,6 +423,11 @@ class Backend {
   virtual void do_fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                              const Tensor& dout, const Tensor& dlogits, const Tensor& da,
                              const Tensor& db) = 0;
+  virtual void do_fusion_add_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                                 const Tensor& residual, const Tensor& out) {
+    do_fusion_fwd(logits, a, b, out);
+    do_add(residual, out, out);
+  }
   virtual void do_summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
                               const Tensor& s) = 0;
   virtual void do_summary_bwd(SummaryMode mode, const Tensor& ds, int batch, int seq,

@@ -50,7 +50,8 @@ void Backend::attention_fwd(const AttentionDims& dims, const Tensor& q, const Te
                             const Tensor& v, std::span<const Tensor> ctx_k,
                             std::span<const Tensor> ctx_v, const Tensor& phi,
                             const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
-                            const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx) {
+                            const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
+                            const AttentionGate& gate) {
   OpChecks c(*this, Op::attention_fwd);
   check_inputs(c, dims, q, k, v, ctx_k, ctx_v, phi, index);
   const std::int64_t n = q.rows();
@@ -60,8 +61,18 @@ void Backend::attention_fwd(const AttentionDims& dims, const Tensor& q, const Te
   if (ctx) c.like("o_ctx", o_ctx, n, q.cols());
   c.wide("lse_self", lse_self, n, dims.heads);
   if (ctx) c.wide("lse_ctx", lse_ctx, n, dims.heads);
+  const bool gated = gate.glog.defined() || gate.y.defined();
+  if (gated) {
+    c.like("gate.glog", gate.glog, n, q.cols());
+    c.like("gate.y", gate.y, n, q.cols());
+  }
   c.run([&] {
-    do_attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self, lse_ctx);
+    if (gated)
+      do_attention_fwd_gated(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
+                             lse_ctx, gate);
+    else
+      do_attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
+                       lse_ctx);
   });
 }
 
@@ -72,7 +83,7 @@ void Backend::attention_bwd(const AttentionDims& dims, const Tensor& q, const Te
                             const Tensor& lse_self, const Tensor& lse_ctx, const Tensor& d_o,
                             const Tensor& dq, const Tensor& dk, const Tensor& dv,
                             std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                            const Tensor& dphi) {
+                            const Tensor& dphi, const AttentionGateGrad& gate) {
   OpChecks c(*this, Op::attention_bwd);
   check_inputs(c, dims, q, k, v, ctx_k, ctx_v, phi, index);
   const std::int64_t n = q.rows();
@@ -93,9 +104,21 @@ void Backend::attention_bwd(const AttentionDims& dims, const Tensor& q, const Te
     c.like(nth("dctx_v", i), dctx_v[i], ctx_v[i].rows(), ctx_v[i].cols());
   }
   if (ctx) c.wide("dphi", dphi, 1, 1);
+  const bool gated =
+      gate.glog.defined() || gate.o.defined() || gate.dy.defined() || gate.dglog.defined();
+  if (gated) {
+    c.like("gate.glog", gate.glog, n, q.cols());
+    c.like("gate.o", gate.o, n, q.cols());
+    c.like("gate.dy", gate.dy, n, q.cols());
+    c.like("gate.dglog", gate.dglog, n, q.cols());
+  }
   c.run([&] {
-    do_attention_bwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx, d_o,
-                     dq, dk, dv, dctx_k, dctx_v, dphi);
+    if (gated)
+      do_attention_bwd_gated(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self,
+                             lse_ctx, d_o, dq, dk, dv, dctx_k, dctx_v, dphi, gate);
+    else
+      do_attention_bwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx,
+                       d_o, dq, dk, dv, dctx_k, dctx_v, dphi);
   });
 }
 

@@ -96,6 +96,22 @@ void Backend::wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& d
   });
 }
 
+void Backend::add_wrmsnorm_fwd(const Tensor& x, const Tensor& r, const Tensor& gamma,
+                               const Tensor& delta, double eps, const Tensor& sum, const Tensor& y,
+                               const Tensor& rstd) {
+  OpChecks c(*this, Op::add_wrmsnorm_fwd);
+  c.compute("x", x);
+  const std::int64_t n = x.rows(), d = x.cols();
+  c.require(eps >= 0.0, "eps ", eps, " is negative");
+  c.like("r", r, n, d);
+  c.like("gamma", gamma, 1, d);
+  if (delta.defined()) c.like("delta", delta, 1, d);
+  c.like("sum", sum, n, d);
+  c.like("y", y, n, d);
+  c.wide("rstd", rstd, n, 1);
+  c.run([&] { do_add_wrmsnorm_fwd(x, r, gamma, delta, eps, sum, y, rstd); });
+}
+
 // ---- SRPE ---------------------------------------------------------------------------
 
 namespace {
@@ -230,6 +246,14 @@ void Backend::fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                         {"da", &da},
                         {"db", &db}});
   c.run([&] { do_fusion_bwd(logits, a, b, dout, dlogits, da, db); });
+}
+
+void Backend::fusion_add_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                             const Tensor& residual, const Tensor& out) {
+  OpChecks c(*this, Op::fusion_add_fwd);
+  check_elementwise(c, {{"logits", &logits}, {"a", &a}, {"b", &b}, {"residual", &residual},
+                        {"out", &out}});
+  c.run([&] { do_fusion_add_fwd(logits, a, b, residual, out); });
 }
 
 // ---- summaries ---------------------------------------------------------------------------

@@ -180,14 +180,10 @@ Tensor DecoderLayer::ffn_residual(const Tensor& x, const Tensor& a, LayerSaved& 
   const std::int64_t N = x.rows();
   const int d = c_.d;
   s.xh = output(N, d);
-  be_.add(x, a, s.xh);
   s.xn2 = output(N, d);
   s.rstd2 = output_stats(N, 1);
-  be_.wrmsnorm_fwd(s.xh, w_.ffn_gamma, w_.ffn_delta, c_.eps, s.xn2, s.rstd2);
-  Tensor f = dsff_forward(s.xn2, s);
-  Tensor out = output(N, d);
-  be_.add(s.xh, f, out);
-  return out;
+  be_.add_wrmsnorm_fwd(x, a, w_.ffn_gamma, w_.ffn_delta, c_.eps, s.xh, s.xn2, s.rstd2);
+  return dsff_forward(s.xn2, s);
 }
 
 // The same layer for new rows of one sequence whose earlier keys and values
@@ -271,10 +267,10 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   s.o_ctx = output(N, hd);
   s.lse_self = output_stats(N, c_.H);
   s.lse_ctx = output_stats(N, c_.H);
+  s.y = output(N, hd);  // σ(G) ⊙ O, made by the attention op
   be_.attention_fwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o, s.o_self,
-                    s.o_ctx, s.lse_self, s.lse_ctx);
-
-  return gated_output(s.glog, s.o, s);
+                    s.o_ctx, s.lse_self, s.lse_ctx, AttentionGate{s.glog, s.y});
+  return output_projection(s.y);
 }
 
 void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const {
@@ -293,8 +289,12 @@ void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const 
 Tensor DecoderLayer::gated_output(const Tensor& glog, const Tensor& o, LayerSaved& s) const {
   s.y = output(o.rows(), o.cols());
   be_.sigmoid_mul_fwd(glog, o, s.y);
-  Tensor a = output(o.rows(), c_.d);
-  be_.linear_fwd(s.y, w_.wo, a, false);
+  return output_projection(s.y);
+}
+
+Tensor DecoderLayer::output_projection(const Tensor& y) const {
+  Tensor a = output(y.rows(), c_.d);
+  be_.linear_fwd(y, w_.wo, a, false);
   return a;
 }
 
@@ -318,8 +318,8 @@ Tensor DecoderLayer::dsff_forward(const Tensor& xn2, LayerSaved& s) const {
   be_.linear_fwd(s.hb, w_.b_down, b, false);
   s.fl = output(N, d);
   be_.linear_fwd(s.ab, w_.fuse, s.fl, false);
-  Tensor out = output(N, d);
-  be_.fusion_fwd(s.fl, a, b, out);
+  Tensor out = output(N, d);  // X' = X½ + DSFF
+  be_.fusion_add_fwd(s.fl, a, b, s.xh, out);
   return out;
 }
 
@@ -392,11 +392,9 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   linear_weight_grad(be_, defer_, da, s.y, g_.wo);
   // dQ beside the gate logits' gradient, dK beside dV, each context dK beside
   // its dV: the products of the forward's stacked weights, backwards.
+  // The attention op writes them whole, and dO and dG from dY (its gate).
   Tensor dqg = output(N, 2 * hd), d_o = output(N, hd);
   const Tensor dq = dqg.cols_slice(0, hd), dglog = dqg.cols_slice(hd, 2 * hd);
-  be_.sigmoid_mul_bwd(s.glog, s.o, dyv, dglog, d_o);
-
-  // The kernel writes dq, dk, dv and the context gradients whole.
   Tensor dkv = output(N, 2 * kvd);
   const Tensor dk = dkv.cols_slice(0, kvd), dv = dkv.cols_slice(kvd, 2 * kvd);
   std::vector<Tensor> dckv, dck, dcv;
@@ -407,7 +405,8 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   }
   const AttentionDims dims{s.batch, s.seq, c_.H, c_.Hkv, dh};
   be_.attention_bwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o_self, s.o_ctx,
-                    s.lse_self, s.lse_ctx, d_o, dq, dk, dv, dck, dcv, g_.phi);
+                    s.lse_self, s.lse_ctx, d_o, dq, dk, dv, dck, dcv, g_.phi,
+                    AttentionGateGrad{s.glog, s.o, dyv, dglog});
 
   // Context projections: gradients into the summaries and their weights.
   for (std::size_t c = 0; c < ctx.size(); ++c) {

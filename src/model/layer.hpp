@@ -118,10 +118,15 @@ class DecoderLayer {
   // Kc = C·Wckᵀ, Vc = C·Wcvᵀ of every context summary as one product C·[Wck; Wcv]ᵀ
   // into s.ckv, with s.ctx_k, s.ctx_v its column views.
   void context_kv(std::span<const Tensor> ctx, LayerSaved& s) const;
-  // A = (σ(G) ⊙ O)·Woᵀ for gate logits G and attention output O (s.y keeps σ(G) ⊙ O).
+  // A = (σ(G) ⊙ O)·Woᵀ for gate logits G and attention output O (s.y keeps
+  // σ(G) ⊙ O). Training passes the gate to the attention op instead.
   Tensor gated_output(const Tensor& glog, const Tensor& o, LayerSaved& s) const;
-  // X' = X½ + DSFF(WRMSNorm(X½)) with X½ = x + a.
+  // A = Y·Woᵀ
+  Tensor output_projection(const Tensor& y) const;
+  // X' = X½ + DSFF(WRMSNorm(X½)) with X½ = x + a: the sum made with the norm,
+  // and added back in the fusion's pass (add_wrmsnorm_fwd, fusion_add_fwd).
   Tensor ffn_residual(const Tensor& x, const Tensor& a, LayerSaved& s) const;
+  // s.xh + DSFF(xn2)
   Tensor dsff_forward(const Tensor& xn2, LayerSaved& s) const;
   Tensor dsff_backward(const Tensor& dout, LayerSaved& s);
 

@@ -37,6 +37,20 @@ struct Pair {
   std::vector<double> values;
 };
 
+// Columns [c0, c1) of both tensors of a pair (the values are not carried).
+inline Pair cols(const Pair& p, std::int64_t c0, std::int64_t c1) {
+  return {p.ref.cols_slice(c0, c1), p.dev.cols_slice(c0, c1), {}};
+}
+
+// Two device tensors hold the same values bit for bit (fp32 and bf16 read
+// back exactly). The emulation runs threads in a fixed order, so a check of
+// two runs of one op bites on a real device, where an order-dependent sum
+// would vary.
+inline void expect_same_bits(Backend& be, const Tensor& a, const Tensor& b,
+                             const std::string& what) {
+  EXPECT_EQ(read(be, a), read(be, b)) << what << " differs";
+}
+
 class DeviceOpTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override;

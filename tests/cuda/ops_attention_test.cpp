@@ -385,6 +385,48 @@ TEST_P(CudaAttention, TwoRunsGiveTheSameBits) {
   same("dphi", first.dphi.dev, second.dphi.dev);
 }
 
+// The output gate taken by the attention op (AttentionGate, AttentionGateGrad)
+// gives the bits of the separate sigmoid_mul_fwd after the forward and
+// sigmoid_mul_bwd before the backward, on strided views and padding rows
+// (a paper plan), and changes nothing else.
+TEST_P(CudaAttention, TheGateInTheAttentionPassHasTheElementwiseOpsBits) {
+  const int T = 70;
+  Case c{"gate", 2, T, 4, 2, 32, 1, SummaryMode::Causal,
+         paper_plan(atm_merges(T), T, SummaryMode::Causal), 8};
+  const std::int64_t n = std::int64_t(c.batch) * T, qw = std::int64_t(c.heads) * c.head_dim;
+  Run fused = prepare(c), apart = prepare(c);
+  const Slot glog = in(n, qw, 77, -4, 4, c.offset), dy = in(n, qw, 78, -1, 1, c.offset);
+  const Slot y1 = out(dtype(), n, qw, 79, c.offset), y2 = out(dtype(), n, qw, 79, c.offset);
+  const Slot dg1 = out(dtype(), n, qw, 80, c.offset), dg2 = out(dtype(), n, qw, 80, c.offset);
+
+  const Side& f = fused.dev;
+  dev().attention_fwd(fused.dims, f.q, f.k, f.v, f.ctx_k, f.ctx_v, f.phi, f.index, f.o, f.o_self,
+                      f.o_ctx, f.lse_self, f.lse_ctx, AttentionGate{glog.dev, y1.dev});
+  dev().attention_bwd(fused.dims, f.q, f.k, f.v, f.ctx_k, f.ctx_v, f.phi, f.index, f.o_self,
+                      f.o_ctx, f.lse_self, f.lse_ctx, f.d_o, f.dq, f.dk, f.dv, f.dctx_k,
+                      f.dctx_v, f.dphi, AttentionGateGrad{glog.dev, f.o, dy.dev, dg1.dev});
+  const Side& a = apart.dev;
+  forward(dev(), apart.dims, a);
+  dev().sigmoid_mul_fwd(glog.dev, a.o, y2.dev);
+  dev().sigmoid_mul_bwd(glog.dev, a.o, dy.dev, dg2.dev, a.d_o);
+  backward(dev(), apart.dims, a);
+
+  auto same = [&](const char* what, const Tensor& x, const Tensor& z) {
+    EXPECT_EQ(read(dev(), x), read(dev(), z)) << what << " differs from the separate ops'";
+  };
+  same("y", y1.p.dev, y2.p.dev);  // whole buffers: nothing beside the views written
+  same("o", fused.o.p.dev, apart.o.p.dev);
+  same("lse_self", fused.lse_self.dev, apart.lse_self.dev);
+  same("d_o", fused.d_o.p.dev, apart.d_o.p.dev);
+  same("dglog", dg1.p.dev, dg2.p.dev);
+  same("dq", fused.dq.p.dev, apart.dq.p.dev);
+  same("dk", fused.dk.p.dev, apart.dk.p.dev);
+  same("dv", fused.dv.p.dev, apart.dv.p.dev);
+  same("dctx_k", fused.dctx_k[0].dev, apart.dctx_k[0].dev);
+  same("dctx_v", fused.dctx_v[0].dev, apart.dctx_v[0].dev);
+  same("dphi", fused.dphi.dev, apart.dphi.dev);
+}
+
 TEST_P(CudaAttention, BadArgumentsAreRefusedByName) {
   Case c = plain_case("refusals", 1, 8, 2, 1, 16, 1, SummaryMode::Causal);
   Run r = prepare(c);
@@ -411,6 +453,15 @@ TEST_P(CudaAttention, BadArgumentsAreRefusedByName) {
   refused("k of the wrong width", "attention_fwd: k is", [&] {
     dev().attention_fwd(r.dims, s.q, s.q, s.v, s.ctx_k, s.ctx_v, s.phi, s.index, s.o, s.o_self,
                         s.o_ctx, s.lse_self, s.lse_ctx);
+  });
+  refused("a gate without its output", "attention_fwd: gate.y", [&] {
+    dev().attention_fwd(r.dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, s.phi, s.index, s.o, s.o_self,
+                        s.o_ctx, s.lse_self, s.lse_ctx, AttentionGate{s.o, Tensor{}});
+  });
+  refused("a gate gradient of the wrong width", "attention_bwd: gate.dy is", [&] {
+    dev().attention_bwd(r.dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, s.phi, s.index, s.o_self,
+                        s.o_ctx, s.lse_self, s.lse_ctx, s.d_o, s.dq, s.dk, s.dv, s.dctx_k,
+                        s.dctx_v, s.dphi, AttentionGateGrad{s.o, s.o, s.dk, s.dq});
   });
   refused("nine summaries", "at most 8", [&] {
     std::vector<Tensor> nine(9, s.ctx_k[0]);

@@ -224,6 +224,25 @@ WIOLA_DEVICE_OP_TEST(CudaElementwiseOps, GatesActivationsAndFusionForwardAndBack
   expect_close("fusion_bwd db", db, t);
 }
 
+// The fusion added to the residual in one pass: against the CPU, and the same
+// bits as the device's fusion_fwd followed by its add.
+WIOLA_DEVICE_OP_TEST(CudaElementwiseOps, FusionAddedToTheResidualInOnePass, Op::fusion_add_fwd) {
+  const int n = 11, c = 97;
+  Pair g = input(n, c, 15, -6, 6), a = input(n, c, 16), b = input(n, c, 17);
+  Pair res_w = input(n, c + 5, 18, -2, 2), out_w = output(n, c + 3);
+  const Pair res = cols(res_w, 4, 4 + c), out = cols(out_w, 1, 1 + c);
+  cpu().fusion_add_fwd(g.ref, a.ref, b.ref, res.ref, out.ref);
+  dev().fusion_add_fwd(g.dev, a.dev, b.dev, res.dev, out.dev);
+  // bf16: the fusion (|f| <= max(|a|, |b|) <= 1) is rounded before the add,
+  // 2^-9 absolute at most, which the sum may not cancel; the sum rounds again.
+  expect_close("fusion_add_fwd", out_w, tol({1e-6, 1e-5}, {2e-3, 4e-3}));
+
+  const Tensor f = dev().alloc(dtype(), n, c), sum = dev().alloc(dtype(), n, c);
+  dev().fusion_fwd(g.dev, a.dev, b.dev, f);
+  dev().add(res.dev, f, sum);
+  expect_same_bits(dev(), out.dev, sum, "fusion_add_fwd against fusion_fwd, add");
+}
+
 TEST_P(CudaElementwiseOps, MixedDtypesAreRefusedByName) {
   const Tensor a = dev().alloc(dtype(), 2, 2);
   const Tensor other = dev().alloc(dtype() == DType::BF16 ? DType::F32 : DType::BF16, 2, 2);

@@ -10,10 +10,6 @@ namespace {
 
 class CudaHeadOps : public DeviceOpTest {};
 
-Pair cols(const Pair& p, std::int64_t c0, std::int64_t c1) {
-  return {p.ref.cols_slice(c0, c1), p.dev.cols_slice(c0, c1), {}};
-}
-
 // 8 heads of 32 (Wiola 13M's preset) and 3 heads of 5 (odd widths).
 struct Shape {
   int n, heads, dh;

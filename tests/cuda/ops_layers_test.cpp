@@ -29,18 +29,6 @@ class CudaRowMapOps : public DeviceOpTest {};
 class CudaLossOps : public DeviceOpTest {};
 class CudaLayerOpChecks : public DeviceOpTest {};
 
-// Columns [c0, c1) of both tensors of a pair (the values are not carried).
-Pair cols(const Pair& p, std::int64_t c0, std::int64_t c1) {
-  return {p.ref.cols_slice(c0, c1), p.dev.cols_slice(c0, c1), {}};
-}
-
-// Two device tensors hold the same values bit for bit (fp32 and bf16 read
-// back exactly). The emulation runs threads in a fixed order, so this check
-// bites on a real device, where an order-dependent sum would vary.
-void expect_same_bits(Backend& be, const Tensor& a, const Tensor& b, const std::string& what) {
-  EXPECT_EQ(read(be, a), read(be, b)) << what << " differs between two runs";
-}
-
 // ---- embedding --------------------------------------------------------------------------
 
 WIOLA_DEVICE_OP_TEST(CudaEmbeddingOps, GatherCopiesRowsOnStridedViews, Op::embedding_fwd) {
@@ -76,7 +64,7 @@ WIOLA_DEVICE_OP_TEST(CudaEmbeddingOps, ScatterAddsRepeatedTokensInFp32Determinis
   // dtable is fp32 in both modes: fp32 sums of up to ~140 rows (token 3).
   expect_close("embedding_bwd (fp32 dtable, added to)", dtable, {5e-6, 5e-6});
   dev().embedding_bwd(t.dev, dout.dev, again.dev);
-  expect_same_bits(dev(), dtable.dev, again.dev, "embedding_bwd");
+  expect_same_bits(dev(), dtable.dev, again.dev, "embedding_bwd, two runs,");
 }
 
 // ---- WRMSNorm ---------------------------------------------------------------------------
@@ -135,8 +123,47 @@ WIOLA_DEVICE_OP_TEST(CudaNormOps, ForwardAndBackwardOnStridedViews,
                        dd_a.dev);
     dev().wrmsnorm_bwd(x.dev, gamma.dev, delta.dev, rstd.dev, dy.dev, dx2.dev, false, dg_b.dev,
                        dd_b.dev);
-    expect_same_bits(dev(), dg_a.dev, dg_b.dev, "wrmsnorm_bwd dgamma" + at);
-    expect_same_bits(dev(), dd_a.dev, dd_b.dev, "wrmsnorm_bwd ddelta" + at);
+    expect_same_bits(dev(), dg_a.dev, dg_b.dev, "wrmsnorm_bwd dgamma, two runs," + at);
+    expect_same_bits(dev(), dd_a.dev, dd_b.dev, "wrmsnorm_bwd ddelta, two runs," + at);
+  }
+}
+
+// The residual sum and its norm in one kernel: against the CPU, and the same
+// bits as the device's add followed by its wrmsnorm_fwd (the sum is rounded to
+// the dtype before the norm reads it).
+WIOLA_DEVICE_OP_TEST(CudaNormOps, ResidualSumAndNormInOnePass, Op::add_wrmsnorm_fwd) {
+  const int n = 70;
+  const double eps = 1e-6;
+  for (int d : {45, 300}) {
+    SCOPED_TRACE("d = " + std::to_string(d));
+    const std::string at = " (d " + std::to_string(d) + ")";
+    const std::uint64_t seed = 300 + d;
+    Pair x_w = input(n, d + 7, seed, -2, 2), r_w = input(n, d + 3, seed + 1, -2, 2);
+    const Pair x = cols(x_w, 3, 3 + d), r = cols(r_w, 1, 1 + d);
+    Pair gamma = input(1, d, seed + 2, 0.5, 1.5), delta = input(1, d, seed + 3, -0.3, 0.3);
+    Pair sum_w = output(n, d + 2), y_w = output(n, d + 4), rstd = output_as(DType::F32, n, 1);
+    const Pair sum = cols(sum_w, 2, 2 + d), y = cols(y_w, 1, 1 + d);
+    cpu().add_wrmsnorm_fwd(x.ref, r.ref, gamma.ref, delta.ref, eps, sum.ref, y.ref, rstd.ref);
+    dev().add_wrmsnorm_fwd(x.dev, r.dev, gamma.dev, delta.dev, eps, sum.dev, y.dev, rstd.dev);
+    expect_close("add_wrmsnorm_fwd sum" + at, sum_w, tol({1e-6, 1e-6}, {1e-5, 4e-3}));
+    // The norm is compared with the CPU's norm of the sum the device wrote (in
+    // bf16 that sum is rounded, and x + δ may cancel what the rounding left),
+    // at wrmsnorm_fwd's own bounds.
+    Pair summed = input_as(dtype(), n, d, read(dev(), sum.dev));
+    Pair y_of_sum = output(n, d), rstd_of_sum = output_as(DType::F32, n, 1);
+    cpu().wrmsnorm_fwd(summed.ref, gamma.ref, delta.ref, eps, y_of_sum.ref, rstd_of_sum.ref);
+    dev().copy(y.dev, y_of_sum.dev);
+    dev().copy(rstd.dev, rstd_of_sum.dev);
+    expect_close("add_wrmsnorm_fwd y" + at, y_of_sum, tol({1e-6, 1e-6}, {1e-5, 4e-3}));
+    expect_close("add_wrmsnorm_fwd rstd (fp32)" + at, rstd_of_sum, {0, 1e-6});
+
+    const Tensor sum2 = dev().alloc(dtype(), n, d), y2 = dev().alloc(dtype(), n, d);
+    const Tensor rstd2 = dev().alloc(DType::F32, n, 1);
+    dev().add(x.dev, r.dev, sum2);
+    dev().wrmsnorm_fwd(sum2, gamma.dev, delta.dev, eps, y2, rstd2);
+    expect_same_bits(dev(), sum.dev, sum2, "add_wrmsnorm_fwd sum against add" + at);
+    expect_same_bits(dev(), y.dev, y2, "add_wrmsnorm_fwd y against add, wrmsnorm_fwd" + at);
+    expect_same_bits(dev(), rstd.dev, rstd2, "add_wrmsnorm_fwd rstd against add, wrmsnorm_fwd" + at);
   }
 }
 
@@ -355,7 +382,7 @@ WIOLA_DEVICE_OP_TEST(CudaRowMapOps, MergeRowsWithASourceRowUsedSeveralTimes,
   // bf16: a row fed by non-consecutive destination rows is rounded once per run.
   expect_close("merge_rows_bwd (added to dsrc)", dsrc_w, tol({1e-6, 1e-6}, {1e-5, 8e-3}));
   dev().merge_rows_bwd(ddst.dev, ia.dev, ib.dev, again.dev);
-  expect_same_bits(dev(), dsrc_w.dev, again_w.dev, "merge_rows_bwd");
+  expect_same_bits(dev(), dsrc_w.dev, again_w.dev, "merge_rows_bwd, two runs,");
 }
 
 TEST_P(CudaRowMapOps, MergeRowsOverManyRowsAndKeyChunks) {
@@ -471,6 +498,9 @@ TEST_P(CudaLayerOpChecks, RefusalsNameTheOpAndTheTensor) {
                  "merge_rows_fwd: idx_b is 3x1, expected 4x1");
   expect_refused([&] { be.embedding_fwd(idx, x, be.alloc(dt, 4, 7)); },
                  "embedding_fwd: out is 4x7, expected 4x8");
+  expect_refused(
+      [&] { be.add_wrmsnorm_fwd(x, be.alloc(dt, 3, 8), row, row, 1e-6, x, x, col); },
+      "add_wrmsnorm_fwd: r is 3x8, expected 4x8");
   const Tensor wide = be.alloc(dt, 1, 4097), one = col.rows_slice(0, 1);
   expect_refused([&] { be.wrmsnorm_fwd(wide, wide, wide, 1e-6, wide, one); },
                  "wrmsnorm_fwd: x is 1x4097; rows wider than 4096 columns");

@@ -252,6 +252,10 @@ void CudaBackend::do_fusion_fwd(const Tensor& logits, const Tensor& a, const Ten
                                 const Tensor& out) {
   kernels::fusion_fwd(logits, a, b, out, stream_);
 }
+void CudaBackend::do_fusion_add_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                                    const Tensor& residual, const Tensor& out) {
+  kernels::fusion_add_fwd(logits, a, b, residual, out, stream_);
+}
 void CudaBackend::do_fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                                 const Tensor& dout, const Tensor& dlogits, const Tensor& da,
                                 const Tensor& db) {

@@ -68,6 +68,9 @@ class CudaBackend final : public Backend {
   void do_wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
                        const Tensor& rstd, const Tensor& dy, const Tensor& dx, bool accumulate,
                        const Tensor& dgamma, const Tensor& ddelta) override;
+  void do_add_wrmsnorm_fwd(const Tensor& x, const Tensor& r, const Tensor& gamma,
+                           const Tensor& delta, double eps, const Tensor& sum, const Tensor& y,
+                           const Tensor& rstd) override;
 
   void do_srpe_fwd(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
                    const Tensor& sin_tab, int head_dim, RotaryPairs pairs,
@@ -96,6 +99,22 @@ class CudaBackend final : public Backend {
                         const Tensor& dq, const Tensor& dk, const Tensor& dv,
                         std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
                         const Tensor& dphi) override;
+  // The gate in the forward kernel's epilogue and in the backward's first pass.
+  void do_attention_fwd_gated(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                              const Tensor& v, std::span<const Tensor> ctx_k,
+                              std::span<const Tensor> ctx_v, const Tensor& phi,
+                              const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
+                              const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
+                              const AttentionGate& gate) override;
+  void do_attention_bwd_gated(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                              const Tensor& v, std::span<const Tensor> ctx_k,
+                              std::span<const Tensor> ctx_v, const Tensor& phi,
+                              const AttentionIndex& index, const Tensor& o_self,
+                              const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
+                              const Tensor& d_o, const Tensor& dq, const Tensor& dk,
+                              const Tensor& dv, std::span<const Tensor> dctx_k,
+                              std::span<const Tensor> dctx_v, const Tensor& dphi,
+                              const AttentionGateGrad& gate) override;
 
   void do_sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) override;
   void do_sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy, const Tensor& dg,
@@ -109,6 +128,8 @@ class CudaBackend final : public Backend {
                      const Tensor& out) override;
   void do_fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
                      const Tensor& dlogits, const Tensor& da, const Tensor& db) override;
+  void do_fusion_add_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                         const Tensor& residual, const Tensor& out) override;
 
   void do_summary_fwd(SummaryMode mode, const Tensor& x, int batch, int seq,
                       const Tensor& s) override;

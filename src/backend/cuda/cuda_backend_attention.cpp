@@ -38,7 +38,20 @@ void CudaBackend::do_attention_fwd(const AttentionDims& dims, const Tensor& q, c
                                    const Tensor& lse_self, const Tensor& lse_ctx) {
   check_limits("attention_fwd", dims, ctx_k);
   kernels::attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
-                         lse_ctx, stream_);
+                         lse_ctx, AttentionGate{}, stream_);
+}
+
+void CudaBackend::do_attention_fwd_gated(const AttentionDims& dims, const Tensor& q,
+                                         const Tensor& k, const Tensor& v,
+                                         std::span<const Tensor> ctx_k,
+                                         std::span<const Tensor> ctx_v, const Tensor& phi,
+                                         const AttentionIndex& index, const Tensor& o,
+                                         const Tensor& o_self, const Tensor& o_ctx,
+                                         const Tensor& lse_self, const Tensor& lse_ctx,
+                                         const AttentionGate& gate) {
+  check_limits("attention_fwd", dims, ctx_k);
+  kernels::attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
+                         lse_ctx, gate, stream_);
 }
 
 void CudaBackend::do_attention_bwd(
@@ -47,10 +60,21 @@ void CudaBackend::do_attention_bwd(
     const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
     const Tensor& lse_ctx, const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
     std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v, const Tensor& dphi) {
+  do_attention_bwd_gated(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self,
+                         lse_ctx, d_o, dq, dk, dv, dctx_k, dctx_v, dphi, AttentionGateGrad{});
+}
+
+void CudaBackend::do_attention_bwd_gated(
+    const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+    std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v, const Tensor& phi,
+    const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
+    const Tensor& lse_ctx, const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+    std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v, const Tensor& dphi,
+    const AttentionGateGrad& gate) {
   check_limits("attention_bwd", dims, ctx_k);
   kernels::attention_bwd(
       dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx, d_o, dq, dk, dv,
-      dctx_k, dctx_v, dphi,
+      dctx_k, dctx_v, dphi, gate,
       [this](DType dtype, std::int64_t rows, std::int64_t cols) {
         return alloc_uninit(dtype, rows, cols);
       },

@@ -48,6 +48,13 @@ void CudaBackend::do_wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Te
   kernels::wrmsnorm_fwd(x, gamma, delta, eps, y, rstd, stream_);
 }
 
+void CudaBackend::do_add_wrmsnorm_fwd(const Tensor& x, const Tensor& r, const Tensor& gamma,
+                                      const Tensor& delta, double eps, const Tensor& sum,
+                                      const Tensor& y, const Tensor& rstd) {
+  check_norm_width("add_wrmsnorm_fwd", x);
+  kernels::add_wrmsnorm_fwd(x, r, gamma, delta, eps, sum, y, rstd, stream_);
+}
+
 void CudaBackend::do_wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,
                                   const Tensor& rstd, const Tensor& dy, const Tensor& dx,
                                   bool accumulate, const Tensor& dgamma, const Tensor& ddelta) {

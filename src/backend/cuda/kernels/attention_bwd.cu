@@ -16,8 +16,10 @@
 //   attention_query_stats  grid (query tiles, B), 64 threads: each 64-row query
 //     tile's largest key prefix and extra-key range, so the dK/dV kernel knows
 //     which query tiles can see its keys.
-//   attention_bwd_prep  one warp per query row: D for every head (lanes over
-//     dh, a fixed shuffle tree) and the row's dβ partial.
+//   attention_bwd_prep  one warp per query row: with the output gate, dO and
+//     the gate logits' gradient from dY first (the elementwise op's
+//     arithmetic); then D for every head (lanes over dh, a fixed shuffle tree)
+//     and the row's dβ partial.
 //   attention_bwd_dkdv  grid (key tiles, Hkv, B), 128 threads. The block keeps
 //     its 64 x DHP K and V tiles in shared memory and loops over the query
 //     heads of its group and the query tiles that can see it, staging Q, dO,
@@ -66,6 +68,17 @@ struct Bwd {
   float* coef_k;     // [B*T, H, n_ctx]
   float* coef_v;     // [B*T, H, n_ctx]
   int* qstats;       // [B, query tiles, 3]: largest prefix, smallest and largest extra
+  // The output gate Y = σ(G) ⊙ O (null gate_dy: none): prep writes d_o_out
+  // (the tensor d_o reads) and dglog from dY.
+  const T* glog;
+  std::int64_t ldg;
+  const T* o;
+  std::int64_t ldo;
+  const T* gate_dy;
+  std::int64_t ldgy;
+  T* dglog;
+  std::int64_t lddg;
+  T* d_o_out;
 };
 
 // ---- query tile statistics and D ---------------------------------------------------
@@ -90,6 +103,18 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_prep(Args<T> a, Bw
   const float beta = attention_beta(a);
   float dbeta = 0.0f;
   for (int h = 0; h < a.heads; ++h) {
+    if (w.gate_dy) {  // every row, padding included: the outputs are written whole
+      const T* gl = w.glog + i * w.ldg + h * dh;
+      const T* go = w.o + i * w.ldo + h * dh;
+      const T* gdy = w.gate_dy + i * w.ldgy + h * dh;
+      T* gdg = w.dglog + i * w.lddg + h * dh;
+      T* gdo = w.d_o_out + i * w.lddo + h * dh;
+      for (int d = lane; d < dh; d += 32) {
+        const float dy = to_float(gdy[d]), s = sigmoid(to_float(gl[d]));
+        gdg[d] = from_float<T>(dy * to_float(go[d]) * s * (1.0f - s));
+        gdo[d] = from_float<T>(dy * s);  // read back below by the same lane
+      }
+    }
     float part = 0.0f;
     if (valid) {
       const T* g = w.d_o + i * w.lddo + h * dh;
@@ -453,7 +478,8 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
                    const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                    std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                   const Tensor& dphi, const Allocate& alloc, Stream s) {
+                   const Tensor& dphi, const AttentionGateGrad& gate, const Allocate& alloc,
+                   Stream s) {
   const std::int64_t n = std::int64_t(dims.batch) * dims.seq;
   if (n == 0) {  // no query: the context gradients are zero, dphi gets nothing
     for (std::size_t c = 0; c < dctx_k.size(); ++c) {
@@ -464,6 +490,7 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
   }
   const int n_ctx = static_cast<int>(ctx_k.size());
   const int n_qtiles = (dims.seq + kBQ - 1) / kBQ;
+  const bool gated = gate.dy.defined();
   const Tensor dself = alloc(DType::F32, n, dims.heads);
   const Tensor dbeta_row = alloc(DType::F32, n, 1);
   // Without context there are no coefficients (and nothing to gather below).
@@ -488,15 +515,27 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    static_cast<float*>(dbeta_row.data()),
                    static_cast<float*>(coef_k.data()),
                    static_cast<float*>(coef_v.data()),
-                   static_cast<int*>(qstats.data())};
+                   static_cast<int*>(qstats.data()),
+                   static_cast<const T*>(gate.glog.data()),
+                   gated ? gate.glog.ld() : 0,
+                   static_cast<const T*>(gate.o.data()),
+                   gated ? gate.o.ld() : 0,
+                   static_cast<const T*>(gate.dy.data()),
+                   gated ? gate.dy.ld() : 0,
+                   static_cast<T*>(gate.dglog.data()),
+                   gated ? gate.dglog.ld() : 0,
+                   gated ? static_cast<T*>(d_o.data()) : nullptr};
     WIOLA_LAUNCH(attention_query_stats<T>, dim3(unsigned(n_qtiles), unsigned(dims.batch)),
                  dim3(kBQ), 0, stream)(a, w.qstats);
     // The index of every query row; three statistics per query tile.
     WIOLA_CHECK_LAUNCH("attention_query_stats", n * 8 + std::int64_t(dims.batch) * n_qtiles * 12);
     WIOLA_LAUNCH(attention_bwd_prep<T>, dim3(unsigned((n + kWarps - 1) / kWarps)),
                  dim3(kTileThreads), 0, stream)(a, w);
-    // dO, O_self and O_ctx of every row; D of every row and head, dβ of every row.
-    const std::int64_t outs = (n_ctx > 0 ? 3 : 2) * bytes_of(d_o);
+    // dO, O_self and O_ctx of every row; D of every row and head, dβ of every
+    // row. With the gate: G, O and dY read, dG and dO written (dO read back
+    // by the lane that wrote it).
+    const std::int64_t outs = (n_ctx > 0 ? 2 : 1) * bytes_of(d_o) +
+                              (gated ? 5 : 1) * bytes_of(d_o);
     WIOLA_CHECK_LAUNCH("attention_bwd_prep", outs + n * (dims.heads + 1) * 4 + n * 4);
     with_padded_head_dim(dims.head_dim,
                          [&](auto dhp) { launch_tiles<T, decltype(dhp)::value>(a, w, s); });

@@ -171,16 +171,10 @@ __device__ __forceinline__ int clampi(int x, int lo, int hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
 
-__device__ __forceinline__ float sigmoidf(float x) {
-  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-  const float e = expf(x);
-  return e / (1.0f + e);
-}
-
 // β = σ(φ) of the blend; 0 without context (O = O_self, φ not given).
 template <class T>
 __device__ __forceinline__ float attention_beta(const Args<T>& a) {
-  return a.n_ctx > 0 ? sigmoidf(to_float(a.phi[0])) : 0.0f;
+  return a.n_ctx > 0 ? sigmoid(to_float(a.phi[0])) : 0.0f;
 }
 
 template <class T>

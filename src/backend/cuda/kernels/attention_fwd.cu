@@ -51,6 +51,10 @@ struct FwdOut {
   std::int64_t ldls;
   float* lse_ctx;
   std::int64_t ldlc;
+  const T* glog;  // the output gate (null: none): y = σ(glog) ⊙ O
+  std::int64_t ldg;
+  T* y;
+  std::int64_t ldy;
 };
 
 // Shared memory of the forward kernel, in bytes from the start.
@@ -190,6 +194,8 @@ __global__ void __launch_bounds__(kTileThreads)
     T* o = out.o + i * out.ldo + h * dh;
     T* os = out.o_self + i * out.ldos + h * dh;
     T* oc = ctx ? out.o_ctx + i * out.ldoc + h * dh : nullptr;
+    const T* gl = out.glog ? out.glog + i * out.ldg + h * dh : nullptr;
+    T* gy = out.glog ? out.y + i * out.ldy + h * dh : nullptr;
     for (int d = half; d < dh; d += 2) {
       float self = 0.0f, cx = 0.0f;
       if (valid) {
@@ -202,7 +208,10 @@ __global__ void __launch_bounds__(kTileThreads)
       }
       os[d] = from_float<T>(self);
       if (oc) oc[d] = from_float<T>(cx);
-      o[d] = from_float<T>(oc ? (1.0f - beta) * self + beta * cx : self);
+      const T ov = from_float<T>(oc ? (1.0f - beta) * self + beta * cx : self);
+      o[d] = ov;
+      // The gate reads O as stored, as sigmoid_mul_fwd would.
+      if (gl) gy[d] = from_float<T>(sigmoid(to_float(gl[d])) * to_float(ov));
     }
     if (half == 0) {
       out.lse_self[i * out.ldls + h] = valid && l > 0.0f ? m_used + logf(l) : 0.0f;
@@ -221,9 +230,11 @@ void launch_fwd(const Args<T>& a, const FwdOut<T>& out, Stream s) {
   // Q, K, V, the context rows and the index read; O, O_self, O_ctx and the
   // log-sum-exps written.
   const AttentionBytes b = attention_bytes(a);
+  // With the gate, its logits read and Y written.
   const std::int64_t n = std::int64_t(a.batch) * a.seq, ctx = a.n_ctx > 0 ? 1 : 0;
-  WIOLA_CHECK_LAUNCH("attention_fwd_kernel",
-                     b.q + 2 * b.kv + b.ctx + n * 12 + (2 + ctx) * b.q + (1 + ctx) * b.stats);
+  const std::int64_t gate = out.glog ? 2 * b.q : 0;
+  WIOLA_CHECK_LAUNCH("attention_fwd_kernel", b.q + 2 * b.kv + b.ctx + n * 12 +
+                                                 (2 + ctx) * b.q + (1 + ctx) * b.stats + gate);
 }
 
 }  // namespace
@@ -232,7 +243,7 @@ void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
                    const Tensor& phi, const AttentionIndex& index, const Tensor& o,
                    const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
-                   const Tensor& lse_ctx, Stream s) {
+                   const Tensor& lse_ctx, const AttentionGate& gate, Stream s) {
   if (dims.batch == 0) return;
   auto run = [&](auto zero) {
     using T = decltype(zero);
@@ -241,7 +252,9 @@ void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                         static_cast<T*>(o_self.data()),     o_self.ld(),
                         static_cast<T*>(o_ctx.data()),      o_ctx.ld(),
                         static_cast<float*>(lse_self.data()), lse_self.ld(),
-                        static_cast<float*>(lse_ctx.data()),  lse_ctx.ld()};
+                        static_cast<float*>(lse_ctx.data()),  lse_ctx.ld(),
+                        static_cast<const T*>(gate.glog.data()), gate.glog.defined() ? gate.glog.ld() : 0,
+                        static_cast<T*>(gate.y.data()),       gate.y.defined() ? gate.y.ld() : 0};
     with_padded_head_dim(dims.head_dim, [&](auto dhp) { launch_fwd<T, decltype(dhp)::value>(a, out, s); });
   };
   with_compute_type(q.dtype(), run);

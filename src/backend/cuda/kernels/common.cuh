@@ -30,6 +30,14 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16(v);
 }
 
+// σ(x) in fp32 without overflow for large |x|: the one form every kernel
+// uses, so a gate fused into another kernel has the elementwise op's bits.
+__device__ __forceinline__ float sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+
 // Calls f(T{}) with T the storage type of a compute dtype: bf16 or fp32.
 template <class F>
 void with_compute_type(DType dt, F&& f) {

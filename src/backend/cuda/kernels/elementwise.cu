@@ -113,12 +113,6 @@ void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*
   WIOLA_CHECK_LAUNCH(kernel, bytes);
 }
 
-__device__ __forceinline__ float sigmoid(float x) {
-  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-  const float e = expf(x);
-  return e / (1.0f + e);
-}
-
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 
@@ -174,6 +168,17 @@ struct FusionFwd {  // (logits, a, b) -> α a + (1 − α) b
     y[0] = al * x[1] + (1.0f - al) * x[2];
   }
 };
+// The fusion rounded to the storage type, then added to the residual: the
+// bits of fusion_fwd followed by add.
+struct FusionAddFwd {  // (logits, a, b, residual) -> residual + (α a + (1 − α) b)
+  bool bf16;
+  __device__ void operator()(const float* x, float* y) const {
+    const float al = sigmoid(x[0]);
+    float f = al * x[1] + (1.0f - al) * x[2];
+    if (bf16) f = to_float(from_float<__nv_bfloat16>(f));
+    y[0] = x[3] + f;
+  }
+};
 struct FusionBwd {  // (logits, a, b, dout) -> (dlogits, da, db)
   __device__ void operator()(const float* x, float* y) const {
     const float al = sigmoid(x[0]), d = x[3];
@@ -215,6 +220,10 @@ void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx, Stream s) {
 void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& out,
                 Stream s) {
   map<3, 1>({&logits, &a, &b}, {&out}, FusionFwd{}, s);
+}
+void fusion_add_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                    const Tensor& residual, const Tensor& out, Stream s) {
+  map<4, 1>({&logits, &a, &b, &residual}, {&out}, FusionAddFwd{out.dtype() == DType::BF16}, s);
 }
 void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
                 const Tensor& dlogits, const Tensor& da, const Tensor& db, Stream s) {

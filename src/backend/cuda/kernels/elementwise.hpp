@@ -22,6 +22,9 @@ void gelu_fwd(const Tensor& x, const Tensor& y, Stream s);
 void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx, Stream s);
 void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& out,
                 Stream s);
+// out = residual + fusion (the fusion rounded to the dtype first)
+void fusion_add_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
+                    const Tensor& residual, const Tensor& out, Stream s);
 void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
                 const Tensor& dlogits, const Tensor& da, const Tensor& db, Stream s);
 

@@ -25,10 +25,13 @@ unsigned norm_threads(std::int64_t d) {
   return static_cast<unsigned>(t);
 }
 
+// With a residual `res`: the row is x + res, rounded to T and written to `sum`
+// (as the add op would), and normalised from there.
 template <class T>
 __global__ void __launch_bounds__(kNormMaxThreads)
-    wrmsnorm_fwd_kernel(int d, const T* x, std::int64_t ldx, const T* gamma, const T* delta,
-                        float eps, T* y, std::int64_t ldy, float* rstd, std::int64_t ldr) {
+    wrmsnorm_fwd_kernel(int d, const T* x, std::int64_t ldx, const T* res, std::int64_t ldres,
+                        T* sum, std::int64_t ldsum, const T* gamma, const T* delta, float eps,
+                        T* y, std::int64_t ldy, float* rstd, std::int64_t ldr) {
   __shared__ float scratch[32];
   const std::int64_t i = blockIdx.x;
   const T* xi = x + i * ldx;
@@ -37,7 +40,16 @@ __global__ void __launch_bounds__(kNormMaxThreads)
   WIOLA_UNROLL
   for (int k = 0; k < kPer; ++k) {
     const int j = threadIdx.x + k * blockDim.x;
-    z[k] = j < d ? to_float(xi[j]) + (delta ? to_float(delta[j]) : 0.0f) : 0.0f;
+    float v = 0.0f;
+    if (j < d) {
+      v = to_float(xi[j]);
+      if (res) {
+        const T s = from_float<T>(v + to_float(res[i * ldres + j]));
+        sum[i * ldsum + j] = s;
+        v = to_float(s);
+      }
+    }
+    z[k] = j < d ? v + (delta ? to_float(delta[j]) : 0.0f) : 0.0f;
     ss += z[k] * z[k];
   }
   ss = block_sum(ss, scratch);
@@ -128,23 +140,43 @@ __global__ void wrmsnorm_bwd_params(std::int64_t chunks, int d, const float* par
 
 }  // namespace
 
-void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
-                  const Tensor& y, const Tensor& rstd, Stream s) {
+namespace {
+
+// `res` and `sum` undefined: the plain norm.
+void launch_fwd(const Tensor& x, const Tensor& res, const Tensor& sum, const Tensor& gamma,
+                const Tensor& delta, double eps, const Tensor& y, const Tensor& rstd, Stream s) {
   if (x.rows() == 0 || x.cols() == 0) return;
   with_compute_type(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     WIOLA_LAUNCH(wrmsnorm_fwd_kernel<T>, dim3(static_cast<unsigned>(x.rows())),
                  dim3(norm_threads(x.cols())), 0, static_cast<cudaStream_t>(s))(
         static_cast<int>(x.cols()), static_cast<const T*>(x.data()), x.ld(),
+        static_cast<const T*>(res.data()), res.defined() ? res.ld() : 0,
+        static_cast<T*>(sum.data()), sum.defined() ? sum.ld() : 0,
         static_cast<const T*>(gamma.data()), static_cast<const T*>(delta.data()),
         static_cast<float>(eps), static_cast<T*>(y.data()), y.ld(),
         static_cast<float*>(rstd.data()), rstd.ld());
   });
-  // A row stays in registers: x read and y written once; γ and δ, which
-  // every block reads, count once (the L2 cache serves them).
-  WIOLA_CHECK_LAUNCH("wrmsnorm_fwd_kernel", bytes_of(x) + bytes_of(gamma) +
+  // A row stays in registers: x (and the residual) read and y (and the sum)
+  // written once; γ and δ, which every block reads, count once (the L2 cache
+  // serves them).
+  const std::int64_t residual = res.defined() ? bytes_of(res) + bytes_of(sum) : 0;
+  WIOLA_CHECK_LAUNCH("wrmsnorm_fwd_kernel", bytes_of(x) + residual + bytes_of(gamma) +
                                                (delta.defined() ? bytes_of(delta) : 0) +
                                                bytes_of(y) + bytes_of(rstd));
+}
+
+}  // namespace
+
+void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
+                  const Tensor& y, const Tensor& rstd, Stream s) {
+  launch_fwd(x, Tensor{}, Tensor{}, gamma, delta, eps, y, rstd, s);
+}
+
+void add_wrmsnorm_fwd(const Tensor& x, const Tensor& r, const Tensor& gamma, const Tensor& delta,
+                      double eps, const Tensor& sum, const Tensor& y, const Tensor& rstd,
+                      Stream s) {
+  launch_fwd(x, r, sum, gamma, delta, eps, y, rstd, s);
 }
 
 void wrmsnorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, const Tensor& rstd,

@@ -26,6 +26,10 @@ inline std::int64_t wrmsnorm_bwd_scratch(std::int64_t n, std::int64_t d) {
 
 void wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
                   const Tensor& y, const Tensor& rstd, Stream s);
+// sum = x + r (rounded to the dtype), then the norm of sum, in one kernel.
+void add_wrmsnorm_fwd(const Tensor& x, const Tensor& r, const Tensor& gamma, const Tensor& delta,
+                      double eps, const Tensor& sum, const Tensor& y, const Tensor& rstd,
+                      Stream s);
 // dx = (or += when accumulate) ∂/∂x; dgamma += Σ dy ⊙ z r and ddelta += Σ dz
 // over the rows, summed in two fixed passes (per row chunk, then the chunks in
 // order): deterministic. `scratch` holds wrmsnorm_bwd_scratch(n, d) floats.
