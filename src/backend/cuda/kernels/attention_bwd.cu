@@ -13,13 +13,15 @@
 //   dβ      = Σ dO · (O_ctx − O_self), dφ = dβ β (1 − β)  (per-row partials in prep)
 //
 // Kernels, in launch order:
-//   attention_query_stats  grid (query tiles, B), 64 threads: each 64-row query
-//     tile's largest key prefix and extra-key range, so the dK/dV kernel knows
-//     which query tiles can see its keys.
-//   attention_bwd_prep  one warp per query row: with the output gate, dO and
-//     the gate logits' gradient from dY first (the elementwise op's
-//     arithmetic); then D for every head (lanes over dh, a fixed shuffle tree)
-//     and the row's dβ partial.
+//   attention_bwd_prep  two kinds of blocks in one launch (neither reads what
+//     the other writes):
+//     - one warp per query row: with the output gate, dO and the gate
+//       logits' gradient from dY first (the elementwise op's arithmetic);
+//       then D for every head (lanes over dh, a fixed shuffle tree) and the
+//       row's dβ partial;
+//     - after those, one block per (query tile, sequence): the 64-row query
+//       tile's largest key prefix and extra-key range, so the dK/dV kernel
+//       knows which query tiles can see its keys.
 //   attention_bwd_dkdv  grid (key tiles, Hkv, B), 128 threads. The block keeps
 //     its 64 x DHP K and V tiles in shared memory and loops over the query
 //     heads of its group and the query tiles that can see it, staging Q, dO,
@@ -84,16 +86,16 @@ struct Bwd {
 // ---- query tile statistics and D ---------------------------------------------------
 
 template <class T>
-__global__ void __launch_bounds__(kBQ) attention_query_stats(Args<T> a, int* qstats) {
-  __shared__ int pre[kBQ], ext[kBQ], stat[4];
-  const int qt = blockIdx.x, b = blockIdx.y;
-  load_query_index(a, b, qt * kBQ, pre, ext, stat);
-  if (threadIdx.x < 3)
-    qstats[(std::int64_t(b) * gridDim.x + qt) * 3 + threadIdx.x] = stat[threadIdx.x];
-}
-
-template <class T>
-__global__ void __launch_bounds__(kTileThreads) attention_bwd_prep(Args<T> a, Bwd<T> w) {
+__global__ void __launch_bounds__(kTileThreads)
+    attention_bwd_prep(Args<T> a, Bwd<T> w, unsigned row_blocks, int n_qtiles) {
+  if (blockIdx.x >= row_blocks) {  // a query tile's statistics (block-uniform: barriers are safe)
+    __shared__ int pre[kBQ], ext[kBQ], stat[4];
+    const int tile = int(blockIdx.x - row_blocks), qt = tile % n_qtiles, b = tile / n_qtiles;
+    load_query_index(a, b, qt * kBQ, pre, ext, stat);
+    if (threadIdx.x < 3)
+      w.qstats[(std::int64_t(b) * n_qtiles + qt) * 3 + threadIdx.x] = stat[threadIdx.x];
+    return;
+  }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const std::int64_t n = std::int64_t(a.batch) * a.seq;
   const std::int64_t i = std::int64_t(blockIdx.x) * kWarps + warp;
@@ -525,18 +527,18 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    static_cast<T*>(gate.dglog.data()),
                    gated ? gate.dglog.ld() : 0,
                    gated ? static_cast<T*>(d_o.data()) : nullptr};
-    WIOLA_LAUNCH(attention_query_stats<T>, dim3(unsigned(n_qtiles), unsigned(dims.batch)),
-                 dim3(kBQ), 0, stream)(a, w.qstats);
-    // The index of every query row; three statistics per query tile.
-    WIOLA_CHECK_LAUNCH("attention_query_stats", n * 8 + std::int64_t(dims.batch) * n_qtiles * 12);
-    WIOLA_LAUNCH(attention_bwd_prep<T>, dim3(unsigned((n + kWarps - 1) / kWarps)),
-                 dim3(kTileThreads), 0, stream)(a, w);
+    const auto row_blocks = static_cast<unsigned>((n + kWarps - 1) / kWarps);
+    const auto tiles = static_cast<unsigned>(std::int64_t(dims.batch) * n_qtiles);
+    WIOLA_LAUNCH(attention_bwd_prep<T>, dim3(row_blocks + tiles), dim3(kTileThreads), 0,
+                 stream)(a, w, row_blocks, n_qtiles);
     // dO, O_self and O_ctx of every row; D of every row and head, dβ of every
     // row. With the gate: G, O and dY read, dG and dO written (dO read back
-    // by the lane that wrote it).
+    // by the lane that wrote it). The tiles: the index of every query row
+    // read, three statistics per query tile written.
     const std::int64_t outs = (n_ctx > 0 ? 2 : 1) * bytes_of(d_o) +
                               (gated ? 5 : 1) * bytes_of(d_o);
-    WIOLA_CHECK_LAUNCH("attention_bwd_prep", outs + n * (dims.heads + 1) * 4 + n * 4);
+    const std::int64_t stats = n * 8 + std::int64_t(tiles) * 12;
+    WIOLA_CHECK_LAUNCH("attention_bwd_prep", outs + n * (dims.heads + 1) * 4 + n * 4 + stats);
     with_padded_head_dim(dims.head_dim,
                          [&](auto dhp) { launch_tiles<T, decltype(dhp)::value>(a, w, s); });
   };

@@ -19,9 +19,10 @@
 //               kChunk readers: partial sums, threads over the (g, d) columns;
 //   ctx_final   one block per context row: a row with <= kChunk readers sums
 //               them directly, a longer one adds its chunks' partial sums in
-//               order; writes every row (zero when nobody reads it).
-//   dphi        one block: dphi += β(1 − β) Σ_rows dbeta_row, summed in double
-//               in a fixed tree.
+//               order; writes every row (zero when nobody reads it). One
+//               more block, which needs nothing the others write, makes dphi:
+//               dphi += β(1 − β) Σ_rows dbeta_row, summed in double in a
+//               fixed tree (its own launch before, one fewer now).
 #include "backend/cuda/kernels/attention.hpp"
 #include "backend/cuda/kernels/attention_common.cuh"
 
@@ -66,6 +67,11 @@ struct Gather {
   T* dctx_v[kMaxCtx];
   std::int64_t ld_dv[kMaxCtx];
   int ctx_rows[kMaxCtx];
+  // dphi, made by the block after the last context row's.
+  const T* phi;
+  const float* dbeta_row;
+  std::int64_t n;
+  float* dphi;
 };
 
 __global__ void ctx_count(std::int64_t n, int seq, const std::int32_t* n_queries,
@@ -193,8 +199,25 @@ __global__ void __launch_bounds__(kColThreads) ctx_partial(Gather<T> a) {
 }
 
 template <class T>
+__device__ void add_dphi(const Gather<T>& a, double* scratch) {
+  double v = 0.0;
+  for (std::int64_t i = threadIdx.x; i < a.n; i += blockDim.x) v += a.dbeta_row[i];
+  v = block_sum(v, scratch);
+  if (threadIdx.x == 0) {
+    const double x = to_double(a.phi[0]);
+    const double beta = x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    a.dphi[0] = static_cast<float>(static_cast<double>(a.dphi[0]) + v * beta * (1.0 - beta));
+  }
+}
+
+template <class T>
 __global__ void __launch_bounds__(kColThreads) ctx_final(Gather<T> a) {
+  __shared__ double scratch[32];
   const int r = blockIdx.x;
+  if (r == a.rows) {  // the extra block (block-uniform: its barriers are safe)
+    add_dphi(a, scratch);
+    return;
+  }
   const int s0 = a.start[r], s1 = a.start[r + 1];
   const bool chunked = s1 - s0 > kChunk;
   const int width = a.kv_heads * a.head_dim;
@@ -217,20 +240,6 @@ __global__ void __launch_bounds__(kColThreads) ctx_final(Gather<T> a) {
       a.dctx_k[c][r * a.ld_dk[c] + col] = from_float<T>(ak[c]);
       a.dctx_v[c][r * a.ld_dv[c] + col] = from_float<T>(av[c]);
     }
-  }
-}
-
-template <class T>
-__global__ void __launch_bounds__(kColThreads)
-    attention_dphi(const T* phi, const float* dbeta_row, std::int64_t n, float* dphi) {
-  __shared__ double scratch[32];
-  double v = 0.0;
-  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) v += dbeta_row[i];
-  v = block_sum(v, scratch);
-  if (threadIdx.x == 0) {
-    const double x = to_double(phi[0]);
-    const double beta = x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    dphi[0] = static_cast<float>(static_cast<double>(dphi[0]) + v * beta * (1.0 - beta));
   }
 }
 
@@ -319,21 +328,21 @@ void attention_context_grads(const AttentionDims& dims, const Tensor& q, const T
       a.ld_dv[c] = dctx_v[c].ld();
       a.ctx_rows[c] = static_cast<int>(dctx_k[c].rows());
     }
+    a.phi = static_cast<const T*>(phi.data());
+    a.dbeta_row = dbeta_row;
+    a.n = n;
+    a.dphi = static_cast<float*>(dphi.data());
     WIOLA_LAUNCH(ctx_partial<T>, dim3(unsigned(max_chunks)), dim3(kColThreads), 0, stream)(a);
     // At most every chunk's partial sums written (the gathers: ctx_final).
     WIOLA_CHECK_LAUNCH("ctx_partial", bytes_of(partials));
-    if (rows > 0) {
-      WIOLA_LAUNCH(ctx_final<T>, dim3(unsigned(rows)), dim3(kColThreads), 0, stream)(a);
-      // Every reader's q, dO and coefficients gathered once (here or in
-      // ctx_partial), the partials read back, every context row's gradients written.
-      const std::int64_t coefs = 2 * n * dims.heads * n_ctx * 4,
-                         grads = 2 * std::int64_t(n_ctx) * rows * width * sizeof(T);
-      WIOLA_CHECK_LAUNCH("ctx_final", bytes_of(q) + bytes_of(d_o) + coefs + n * 4 +
-                                          bytes_of(partials) + grads);
-    }
-    WIOLA_LAUNCH(attention_dphi<T>, dim3(1), dim3(kColThreads), 0, stream)(
-        static_cast<const T*>(phi.data()), dbeta_row, n, static_cast<float*>(dphi.data()));
-    WIOLA_CHECK_LAUNCH("attention_dphi", n * 4 + 8);
+    WIOLA_LAUNCH(ctx_final<T>, dim3(unsigned(rows + 1)), dim3(kColThreads), 0, stream)(a);
+    // Every reader's q, dO and coefficients gathered once (here or in
+    // ctx_partial), the partials read back, every context row's gradients
+    // written; dβ of every row read and dphi read and written.
+    const std::int64_t coefs = 2 * n * dims.heads * n_ctx * 4,
+                       grads = 2 * std::int64_t(n_ctx) * rows * width * sizeof(T);
+    WIOLA_CHECK_LAUNCH("ctx_final", bytes_of(q) + bytes_of(d_o) + coefs + n * 4 +
+                                        bytes_of(partials) + grads + n * 4 + 8);
   };
   with_compute_type(q.dtype(), run);
 }
