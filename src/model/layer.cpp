@@ -243,14 +243,19 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   require(!ctx.empty(), "layer ", index_, ": GCLA needs at least one context summary");
 
   // Products that share an input run as one GEMM over their weights stacked
-  // in the parameter buffer: Q and the gate logits, K and V, each summary's
-  // context K and V. Every mode runs the same products (query side on xq,
-  // key/value side on xkv), so causal ATM with nothing merged stays plain
-  // GCLA bit for bit.
+  // in the parameter buffer: K and V, each summary's context K and V. Q and
+  // the gate logits are two products into the halves of one tensor: as one,
+  // OpenBLAS would run some small models' products above its small-matrix
+  // bound instead of below it, which sums in another order, and the CPU's
+  // results would change (their weight gradient is one product: it keeps its
+  // bits). Every mode runs the same products (query side on xq, key/value
+  // side on xkv), so causal ATM with nothing merged stays plain GCLA bit for
+  // bit.
   s.qg = output(N, 2 * hd);
-  be_.linear_fwd(xq, w_.wqg, s.qg, false);
   s.q = s.qg.cols_slice(0, hd);
   s.glog = s.qg.cols_slice(hd, 2 * hd);
+  be_.linear_fwd(xq, w_.wq, s.q, false);
+  be_.linear_fwd(xq, w_.wgate, s.glog, false);
   be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.q);
   s.kv = output(N, 2 * kvd);
   be_.linear_fwd(xkv, w_.wkv, s.kv, false);
