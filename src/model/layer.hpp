@@ -16,8 +16,9 @@ namespace wiola {
 
 // Views of one layer's parameters (or of their gradients) in a ParamStore.
 // Neighbours in the canonical order are also seen as one matrix, so that the
-// products sharing an input run as one GEMM: wqg = [wq; wgate], wkv = [wk;
-// wv], wckv = [wck; wcv], a_gate_up = [a_gate; a_up] (rows stacked, [out, in]).
+// products sharing an input run as one GEMM: wkv = [wk; wv], wckv = [wck;
+// wcv], a_gate_up = [a_gate; a_up], and for the weight gradient only wqg =
+// [wq; wgate] (rows stacked, [out, in]; layer.cpp says why only there).
 struct LayerWeights {
   Tensor attn_gamma, attn_delta, wq, wk, wv, wck, wcv, wgate, wo, phi;
   Tensor ffn_gamma, ffn_delta, a_gate, a_up, a_down, b_up, b_down, fuse;
@@ -51,7 +52,7 @@ struct LayerSaved {
   int batch = 0, seq = 0;
   Tensor x, xn, rstd1;         // input, normalised input
   Tensor xm;                   // merged rows (paper: GCLA input; causal: key/value source)
-  Tensor qg, kv;               // [Q | gate logits] and [K | V], one product each
+  Tensor qg, kv;               // [Q | gate logits] (two products), [K | V] (one)
   Tensor q, k, v, glog;        // views of qg and kv (q, k after SRPE)
   std::vector<Tensor> ckv;     // [Kc | Vc] of every context summary
   std::vector<Tensor> ctx_k, ctx_v;
