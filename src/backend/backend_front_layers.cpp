@@ -34,6 +34,18 @@ std::int64_t summary_rows(SummaryMode mode, int batch, int seq) {
   return mode == SummaryMode::Causal ? static_cast<std::int64_t>(batch) * seq : batch;
 }
 
+// The arguments wrmsnorm_fwd and add_wrmsnorm_fwd share (x: the rows normalised).
+void check_norm_fwd(OpChecks& c, const Tensor& x, const Tensor& gamma, const Tensor& delta,
+                    double eps, const Tensor& y, const Tensor& rstd) {
+  c.compute("x", x);
+  const std::int64_t n = x.rows(), d = x.cols();
+  c.require(eps >= 0.0, "eps ", eps, " is negative");
+  c.like("gamma", gamma, 1, d);
+  if (delta.defined()) c.like("delta", delta, 1, d);  // undefined: plain RMSNorm
+  c.like("y", y, n, d);
+  c.wide("rstd", rstd, n, 1);
+}
+
 }  // namespace
 
 // ---- embedding ------------------------------------------------------------------
@@ -63,13 +75,7 @@ void Backend::embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tens
 void Backend::wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta, double eps,
                            const Tensor& y, const Tensor& rstd) {
   OpChecks c(*this, Op::wrmsnorm_fwd);
-  c.compute("x", x);
-  const std::int64_t n = x.rows(), d = x.cols();
-  c.require(eps >= 0.0, "eps ", eps, " is negative");
-  c.like("gamma", gamma, 1, d);
-  if (delta.defined()) c.like("delta", delta, 1, d);  // undefined: plain RMSNorm
-  c.like("y", y, n, d);
-  c.wide("rstd", rstd, n, 1);
+  check_norm_fwd(c, x, gamma, delta, eps, y, rstd);
   c.run([&] { do_wrmsnorm_fwd(x, gamma, delta, eps, y, rstd); });
 }
 
@@ -100,15 +106,9 @@ void Backend::add_wrmsnorm_fwd(const Tensor& x, const Tensor& r, const Tensor& g
                                const Tensor& delta, double eps, const Tensor& sum, const Tensor& y,
                                const Tensor& rstd) {
   OpChecks c(*this, Op::add_wrmsnorm_fwd);
-  c.compute("x", x);
-  const std::int64_t n = x.rows(), d = x.cols();
-  c.require(eps >= 0.0, "eps ", eps, " is negative");
-  c.like("r", r, n, d);
-  c.like("gamma", gamma, 1, d);
-  if (delta.defined()) c.like("delta", delta, 1, d);
-  c.like("sum", sum, n, d);
-  c.like("y", y, n, d);
-  c.wide("rstd", rstd, n, 1);
+  check_norm_fwd(c, x, gamma, delta, eps, y, rstd);
+  c.like("r", r, x.rows(), x.cols());
+  c.like("sum", sum, x.rows(), x.cols());
   c.run([&] { do_add_wrmsnorm_fwd(x, r, gamma, delta, eps, sum, y, rstd); });
 }
 

@@ -36,9 +36,8 @@ void CudaBackend::do_attention_fwd(const AttentionDims& dims, const Tensor& q, c
                                    const AttentionIndex& index, const Tensor& o,
                                    const Tensor& o_self, const Tensor& o_ctx,
                                    const Tensor& lse_self, const Tensor& lse_ctx) {
-  check_limits("attention_fwd", dims, ctx_k);
-  kernels::attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
-                         lse_ctx, AttentionGate{}, stream_);
+  do_attention_fwd_gated(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
+                         lse_ctx, AttentionGate{});
 }
 
 void CudaBackend::do_attention_fwd_gated(const AttentionDims& dims, const Tensor& q,

@@ -112,9 +112,10 @@ __global__ void __launch_bounds__(kTileThreads)
       T* gdg = w.dglog + i * w.lddg + h * dh;
       T* gdo = w.d_o_out + i * w.lddo + h * dh;
       for (int d = lane; d < dh; d += 32) {
-        const float dy = to_float(gdy[d]), s = sigmoid(to_float(gl[d]));
-        gdg[d] = from_float<T>(dy * to_float(go[d]) * s * (1.0f - s));
-        gdo[d] = from_float<T>(dy * s);  // read back below by the same lane
+        float dg, dx;
+        gate_bwd(to_float(gl[d]), to_float(go[d]), to_float(gdy[d]), dg, dx);
+        gdg[d] = from_float<T>(dg);
+        gdo[d] = from_float<T>(dx);  // read back below by the same lane
       }
     }
     float part = 0.0f;

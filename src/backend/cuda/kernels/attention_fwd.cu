@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(kTileThreads)
       const T ov = from_float<T>(oc ? (1.0f - beta) * self + beta * cx : self);
       o[d] = ov;
       // The gate reads O as stored, as sigmoid_mul_fwd would.
-      if (gl) gy[d] = from_float<T>(sigmoid(to_float(gl[d])) * to_float(ov));
+      if (gl) gy[d] = from_float<T>(gate_fwd(to_float(gl[d]), to_float(ov)));
     }
     if (half == 0) {
       out.lse_self[i * out.ldls + h] = valid && l > 0.0f ? m_used + logf(l) : 0.0f;

@@ -38,6 +38,16 @@ __device__ __forceinline__ float sigmoid(float x) {
   return e / (1.0f + e);
 }
 
+// GCLA's output gate y = σ(g) x and its gradients, per element: the
+// elementwise op and the attention kernels that take the gate share them, so
+// both give the same bits.
+__device__ __forceinline__ float gate_fwd(float g, float x) { return sigmoid(g) * x; }
+__device__ __forceinline__ void gate_bwd(float g, float x, float dy, float& dg, float& dx) {
+  const float s = sigmoid(g);
+  dg = dy * x * s * (1.0f - s);
+  dx = dy * s;
+}
+
 // Calls f(T{}) with T the storage type of a compute dtype: bf16 or fp32.
 template <class F>
 void with_compute_type(DType dt, F&& f) {

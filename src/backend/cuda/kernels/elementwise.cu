@@ -128,13 +128,11 @@ struct Scale {
   __device__ void operator()(const float* x, float* y) const { y[0] = x[0] * alpha; }
 };
 struct SigmoidMulFwd {  // (g, x) -> σ(g) x
-  __device__ void operator()(const float* x, float* y) const { y[0] = sigmoid(x[0]) * x[1]; }
+  __device__ void operator()(const float* x, float* y) const { y[0] = gate_fwd(x[0], x[1]); }
 };
 struct SigmoidMulBwd {  // (g, x, dy) -> (dg, dx)
   __device__ void operator()(const float* x, float* y) const {
-    const float s = sigmoid(x[0]);
-    y[0] = x[2] * x[1] * s * (1.0f - s);
-    y[1] = x[2] * s;
+    gate_bwd(x[0], x[1], x[2], y[0], y[1]);
   }
 };
 struct SiluMulFwd {  // (g, u) -> g σ(g) u
@@ -173,8 +171,8 @@ struct FusionFwd {  // (logits, a, b) -> α a + (1 − α) b
 struct FusionAddFwd {  // (logits, a, b, residual) -> residual + (α a + (1 − α) b)
   bool bf16;
   __device__ void operator()(const float* x, float* y) const {
-    const float al = sigmoid(x[0]);
-    float f = al * x[1] + (1.0f - al) * x[2];
+    float f;
+    FusionFwd{}(x, &f);
     if (bf16) f = to_float(from_float<__nv_bfloat16>(f));
     y[0] = x[3] + f;
   }
