@@ -66,6 +66,20 @@ struct AttentionGateGrad {
   Tensor glog, o, dy, dglog;  // [B*T, H*dh]
 };
 
+// SRPE taken by the attention op itself, so that Q and K are not rotated by
+// passes of their own. Q: the forward takes it straight from its product and
+// rotates it in place (srpe_fwd(q, pos_q, ..., q)); the backward takes it
+// rotated, and rotates dq back in place once made (srpe_bwd). K: both passes
+// take it before SRPE and rotate what they read, so no rotated copy is kept;
+// the backward rotates dk back in place. The same bits as the separate ops;
+// undefined tables: no SRPE.
+struct AttentionRotary {
+  Tensor pos_q, pos_kv;     // I32 [B*T, 1]
+  Tensor cos_tab, sin_tab;  // [P, dh/2], as srpe_fwd takes them
+  RotaryPairs pairs = RotaryPairs::Half;
+  bool defined() const { return cos_tab.defined() || sin_tab.defined(); }
+};
+
 // A token plan's maps as the attention, SRPE and row-map ops read them
 // (ops/token_plan.hpp says what each holds for plain, paper and causal plans).
 struct TokenPlanTensors {
@@ -216,22 +230,26 @@ class Backend {
   // No context (n_ctx = 0; plain causal attention, Wiola 13M): O = O_self
   // exactly; phi, o_ctx, lse_ctx (and in backward dphi) are neither read nor
   // written and may be undefined Tensors; o_self may be the same tensor as o.
-  // With a gate (AttentionGate), also y = σ(glog) ⊙ O.
+  // With a gate (AttentionGate), also y = σ(glog) ⊙ O; with SRPE
+  // (AttentionRotary), q and k are taken before it.
   void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
                      const Tensor& phi, const AttentionIndex& index, const Tensor& o,
                      const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
-                     const Tensor& lse_ctx, const AttentionGate& gate = {});
+                     const Tensor& lse_ctx, const AttentionGate& gate = {},
+                     const AttentionRotary& rotary = {});
   // Writes dq, dk, dv (same shapes as q, k, v) and dctx_k[c], dctx_v[c];
   // adds into dphi. With a gate (AttentionGateGrad), d_o is written first,
-  // from dY, with dglog.
+  // from dY, with dglog; with SRPE (AttentionRotary), dq and dk are rotated
+  // back last.
   void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
                      const Tensor& phi, const AttentionIndex& index, const Tensor& o_self,
                      const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
                      const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                      std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                     const Tensor& dphi, const AttentionGateGrad& gate = {});
+                     const Tensor& dphi, const AttentionGateGrad& gate = {},
+                     const AttentionRotary& rotary = {});
 
   // ---- per-head maps of x [N, heads*head_dim] (Wiola 13M's gate) ------------
   // y [N, head_dim] = the mean over the heads: y_j = (1/heads) Σ_h x[h*head_dim + j].
@@ -380,28 +398,49 @@ class Backend {
                                 const Tensor& d_o, const Tensor& dq, const Tensor& dk,
                                 const Tensor& dv, std::span<const Tensor> dctx_k,
                                 std::span<const Tensor> dctx_v, const Tensor& dphi) = 0;
-  // The gated forms (AttentionGate): by default the gate's op after, or
-  // before, the attention op.
-  virtual void do_attention_fwd_gated(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+  // SRPE of k into a tensor of its own: the keys the default fused forms
+  // attend over.
+  Tensor rotated_keys(const Tensor& k, int head_dim, const AttentionRotary& r) {
+    const Tensor kr = alloc_uninit(k.dtype(), k.rows(), k.cols());
+    do_srpe_fwd(k, r.pos_kv, r.cos_tab, r.sin_tab, head_dim, r.pairs, kr);
+    return kr;
+  }
+  // The fused forms (AttentionGate, AttentionRotary; either may be
+  // undefined): by default the separate ops around the attention op, the
+  // gate's after it (forward) or before it (backward), SRPE's before it
+  // (forward) or after it (backward).
+  virtual void do_attention_fwd_fused(const AttentionDims& dims, const Tensor& q, const Tensor& k,
                                       const Tensor& v, std::span<const Tensor> ctx_k,
                                       std::span<const Tensor> ctx_v, const Tensor& phi,
                                       const AttentionIndex& index, const Tensor& o,
                                       const Tensor& o_self, const Tensor& o_ctx,
                                       const Tensor& lse_self, const Tensor& lse_ctx,
-                                      const AttentionGate& gate) {
-    do_attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self, lse_ctx);
-    do_sigmoid_mul_fwd(gate.glog, o, gate.y);
+                                      const AttentionGate& gate, const AttentionRotary& rotary) {
+    const Tensor kr = rotary.defined() ? rotated_keys(k, dims.head_dim, rotary) : k;
+    if (rotary.defined())
+      do_srpe_fwd(q, rotary.pos_q, rotary.cos_tab, rotary.sin_tab, dims.head_dim, rotary.pairs, q);
+    do_attention_fwd(dims, q, kr, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
+                     lse_ctx);
+    if (gate.glog.defined()) do_sigmoid_mul_fwd(gate.glog, o, gate.y);
   }
-  virtual void do_attention_bwd_gated(
+  virtual void do_attention_bwd_fused(
       const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
       std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v, const Tensor& phi,
       const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx,
       const Tensor& lse_self, const Tensor& lse_ctx, const Tensor& d_o, const Tensor& dq,
       const Tensor& dk, const Tensor& dv, std::span<const Tensor> dctx_k,
-      std::span<const Tensor> dctx_v, const Tensor& dphi, const AttentionGateGrad& gate) {
-    do_sigmoid_mul_bwd(gate.glog, gate.o, gate.dy, gate.dglog, d_o);
-    do_attention_bwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx,
+      std::span<const Tensor> dctx_v, const Tensor& dphi, const AttentionGateGrad& gate,
+      const AttentionRotary& rotary) {
+    if (gate.glog.defined()) do_sigmoid_mul_bwd(gate.glog, gate.o, gate.dy, gate.dglog, d_o);
+    const Tensor kr = rotary.defined() ? rotated_keys(k, dims.head_dim, rotary) : k;
+    do_attention_bwd(dims, q, kr, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx,
                      d_o, dq, dk, dv, dctx_k, dctx_v, dphi);
+    if (rotary.defined()) {
+      do_srpe_bwd(dq, rotary.pos_q, rotary.cos_tab, rotary.sin_tab, dims.head_dim, rotary.pairs,
+                  dq);
+      do_srpe_bwd(dk, rotary.pos_kv, rotary.cos_tab, rotary.sin_tab, dims.head_dim, rotary.pairs,
+                  dk);
+    }
   }
   virtual void do_head_mean_fwd(const Tensor& x, int head_dim, const Tensor& y) = 0;
   virtual void do_head_mean_bwd(const Tensor& dy, int head_dim, const Tensor& dx,

@@ -44,6 +44,19 @@ void check_inputs(OpChecks& c, const AttentionDims& d, const Tensor& q, const Te
   c.index("ctx_row", index.ctx_row, n);
 }
 
+// SRPE's operands (AttentionRotary), those forward and backward share: its
+// tables count only the rows the positions select.
+void check_rotary(OpChecks& c, const AttentionDims& d, const AttentionRotary& r) {
+  const std::int64_t n = static_cast<std::int64_t>(d.batch) * d.seq;
+  c.require(d.head_dim % 2 == 0, "rotary: head_dim ", d.head_dim, " must be even");
+  c.index("rotary.pos_q", r.pos_q, n);
+  c.index("rotary.pos_kv", r.pos_kv, n);
+  c.wide("rotary.cos_tab", r.cos_tab, r.cos_tab.rows(), d.head_dim / 2);
+  c.wide("rotary.sin_tab", r.sin_tab, r.cos_tab.rows(), d.head_dim / 2);
+  c.touches_rows(r.cos_tab, n);
+  c.touches_rows(r.sin_tab, n);
+}
+
 }  // namespace
 
 void Backend::attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k,
@@ -51,7 +64,7 @@ void Backend::attention_fwd(const AttentionDims& dims, const Tensor& q, const Te
                             std::span<const Tensor> ctx_v, const Tensor& phi,
                             const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
                             const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
-                            const AttentionGate& gate) {
+                            const AttentionGate& gate, const AttentionRotary& rotary) {
   OpChecks c(*this, Op::attention_fwd);
   check_inputs(c, dims, q, k, v, ctx_k, ctx_v, phi, index);
   const std::int64_t n = q.rows();
@@ -66,10 +79,15 @@ void Backend::attention_fwd(const AttentionDims& dims, const Tensor& q, const Te
     c.like("gate.glog", gate.glog, n, q.cols());
     c.like("gate.y", gate.y, n, q.cols());
   }
+  const bool rotated = rotary.defined();
+  if (rotated) {
+    check_rotary(c, dims, rotary);
+    c.like("q rotated in place", q, n, q.cols());  // written as well as read
+  }
   c.run([&] {
-    if (gated)
-      do_attention_fwd_gated(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
-                             lse_ctx, gate);
+    if (gated || rotated)
+      do_attention_fwd_fused(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
+                             lse_ctx, gate, rotary);
     else
       do_attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
                        lse_ctx);
@@ -83,7 +101,8 @@ void Backend::attention_bwd(const AttentionDims& dims, const Tensor& q, const Te
                             const Tensor& lse_self, const Tensor& lse_ctx, const Tensor& d_o,
                             const Tensor& dq, const Tensor& dk, const Tensor& dv,
                             std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                            const Tensor& dphi, const AttentionGateGrad& gate) {
+                            const Tensor& dphi, const AttentionGateGrad& gate,
+                            const AttentionRotary& rotary) {
   OpChecks c(*this, Op::attention_bwd);
   check_inputs(c, dims, q, k, v, ctx_k, ctx_v, phi, index);
   const std::int64_t n = q.rows();
@@ -112,10 +131,12 @@ void Backend::attention_bwd(const AttentionDims& dims, const Tensor& q, const Te
     c.like("gate.dy", gate.dy, n, q.cols());
     c.like("gate.dglog", gate.dglog, n, q.cols());
   }
+  const bool rotated = rotary.defined();
+  if (rotated) check_rotary(c, dims, rotary);  // dq and dk are still written once
   c.run([&] {
-    if (gated)
-      do_attention_bwd_gated(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self,
-                             lse_ctx, d_o, dq, dk, dv, dctx_k, dctx_v, dphi, gate);
+    if (gated || rotated)
+      do_attention_bwd_fused(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self,
+                             lse_ctx, d_o, dq, dk, dv, dctx_k, dctx_v, dphi, gate, rotary);
     else
       do_attention_bwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx,
                        d_o, dq, dk, dv, dctx_k, dctx_v, dphi);

@@ -256,12 +256,10 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   s.glog = s.qg.cols_slice(hd, 2 * hd);
   be_.linear_fwd(xq, w_.wq, s.q, false);
   be_.linear_fwd(xq, w_.wgate, s.glog, false);
-  be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.q);
   s.kv = output(N, 2 * kvd);
   be_.linear_fwd(xkv, w_.wkv, s.kv, false);
-  s.k = s.kv.cols_slice(0, kvd);
+  s.k = s.kv.cols_slice(0, kvd);  // before SRPE: the attention op rotates what it reads
   s.v = s.kv.cols_slice(kvd, 2 * kvd);
-  be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.k);
 
   context_kv(ctx, s);
 
@@ -273,8 +271,9 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   s.lse_self = output_stats(N, c_.H);
   s.lse_ctx = output_stats(N, c_.H);
   s.y = output(N, hd);  // σ(G) ⊙ O, made by the attention op
+  // The op applies SRPE too: Q rotated in place, K rotated as it is read.
   be_.attention_fwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o, s.o_self,
-                    s.o_ctx, s.lse_self, s.lse_ctx, AttentionGate{s.glog, s.y});
+                    s.o_ctx, s.lse_self, s.lse_ctx, AttentionGate{s.glog, s.y}, srpe(plan));
   return output_projection(s.y);
 }
 
@@ -289,6 +288,10 @@ void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const 
     s.ctx_k.push_back(s.ckv.back().cols_slice(0, kvd));
     s.ctx_v.push_back(s.ckv.back().cols_slice(kvd, 2 * kvd));
   }
+}
+
+AttentionRotary DecoderLayer::srpe(const DevicePlan& plan) const {
+  return AttentionRotary{plan.pos_q, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, RotaryPairs::Half};
 }
 
 Tensor DecoderLayer::gated_output(const Tensor& glog, const Tensor& o, LayerSaved& s) const {
@@ -411,16 +414,13 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   const AttentionDims dims{s.batch, s.seq, c_.H, c_.Hkv, dh};
   be_.attention_bwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o_self, s.o_ctx,
                     s.lse_self, s.lse_ctx, d_o, dq, dk, dv, dck, dcv, g_.phi,
-                    AttentionGateGrad{s.glog, s.o, dyv, dglog});
+                    AttentionGateGrad{s.glog, s.o, dyv, dglog}, srpe(plan));
 
   // Context projections: gradients into the summaries and their weights.
   for (std::size_t c = 0; c < ctx.size(); ++c) {
     linear_weight_grad(be_, defer_, dckv[c], ctx[c], g_.wckv);
     be_.linear_bwd_data(dckv[c], w_.wckv, dctx[c], true);
   }
-
-  be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dq);
-  be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dk);
 
   linear_weight_grad(be_, defer_, dqg, xq, g_.wqg);
   // Two products, not one over [wq; wgate] with twice the depth: the sum of

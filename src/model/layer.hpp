@@ -124,6 +124,8 @@ class DecoderLayer {
   Tensor gated_output(const Tensor& glog, const Tensor& o, LayerSaved& s) const;
   // A = Y·Woᵀ
   Tensor output_projection(const Tensor& y) const;
+  // SRPE at the plan's positions, as the attention op takes it.
+  AttentionRotary srpe(const DevicePlan& plan) const;
   // X' = X½ + DSFF(WRMSNorm(X½)) with X½ = x + a: the sum made with the norm,
   // and added back in the fusion's pass (add_wrmsnorm_fwd, fusion_add_fwd).
   Tensor ffn_residual(const Tensor& x, const Tensor& a, LayerSaved& s) const;

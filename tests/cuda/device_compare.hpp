@@ -51,6 +51,25 @@ inline void expect_same_bits(Backend& be, const Tensor& a, const Tensor& b,
   EXPECT_EQ(read(be, a), read(be, b)) << what << " differs";
 }
 
+// SRPE tables [npos, dh/2] as the model makes them (c = r cos Θ, s = r sin Θ,
+// angles in double), with radii and frequencies off the round values.
+struct SrpeTables {
+  std::vector<double> cos, sin;
+};
+inline SrpeTables srpe_tables(int npos, int dh) {
+  const int half = dh / 2;
+  SrpeTables t{std::vector<double>(static_cast<std::size_t>(npos * half)),
+               std::vector<double>(static_cast<std::size_t>(npos * half))};
+  for (int p = 0; p < npos; ++p)
+    for (int j = 0; j < half; ++j) {
+      const double w = std::pow(10000.0, -2.0 * j / dh);
+      const double theta = p * w * (1 + 1.0 / 8), r = 1 + 0.1 * std::sin(p * 0.01 * w);
+      t.cos[static_cast<std::size_t>(p * half + j)] = r * std::cos(theta);
+      t.sin[static_cast<std::size_t>(p * half + j)] = r * std::sin(theta);
+    }
+  return t;
+}
+
 class DeviceOpTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override;

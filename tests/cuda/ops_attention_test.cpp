@@ -427,6 +427,79 @@ TEST_P(CudaAttention, TheGateInTheAttentionPassHasTheElementwiseOpsBits) {
   same("dphi", fused.dphi.dev, apart.dphi.dev);
 }
 
+// SRPE taken by the attention op (AttentionRotary) gives the bits of
+// srpe_fwd on Q and K before the separate forward and srpe_bwd on dQ and dK
+// after the backward: Q is rotated in place, K is left as it was, on strided
+// views and padding rows (a paper plan, whose merged rows have positions of
+// their own), with rotate-half pairs and the gate (as the layer runs it) and
+// with interleaved pairs alone on a causal ATM plan, whose key rows (its
+// merged rows) have other positions than its query rows: a kernel that
+// rotated K at the queries' positions fails there.
+TEST_P(CudaAttention, SrpeInTheAttentionPassHasTheSrpeOpsBits) {
+  const int T = 70, dh = 32, npos = T + 1;
+  const std::int64_t n = 2 * std::int64_t(T), qw = 4 * dh;
+  const SrpeTables tab = srpe_tables(npos, dh);
+  const Pair cos_tab = input_as(DType::F32, npos, dh / 2, tab.cos),
+             sin_tab = input_as(DType::F32, npos, dh / 2, tab.sin);
+  for (const bool gated : {true, false}) {
+    SCOPED_TRACE(gated ? "rotate-half pairs and the gate" : "interleaved pairs");
+    const RotaryPairs pairs = gated ? RotaryPairs::Half : RotaryPairs::Interleaved;
+    const TokenPlan plan = gated ? paper_plan(atm_merges(T), T, SummaryMode::Causal)
+                                 : causal_plan(atm_merges(T), T, SummaryMode::Causal);
+    Case c{"srpe", 2, T, 4, 2, dh, 1, SummaryMode::Causal, plan, 8};
+    const Pair pos_q = index(c.plan.pos_q), pos_kv = index(c.plan.pos_kv);
+    const AttentionRotary rotary{pos_q.dev, pos_kv.dev, cos_tab.dev, sin_tab.dev, pairs};
+    Run fused = prepare(c), apart = prepare(c);
+    const Slot glog = in(n, qw, 77, -4, 4, c.offset), dy = in(n, qw, 78, -1, 1, c.offset);
+    const Slot y1 = out(dtype(), n, qw, 79, c.offset), y2 = out(dtype(), n, qw, 79, c.offset);
+    const Slot dg1 = out(dtype(), n, qw, 80, c.offset), dg2 = out(dtype(), n, qw, 80, c.offset);
+    const AttentionGate gate = gated ? AttentionGate{glog.dev, y1.dev} : AttentionGate{};
+    const AttentionGateGrad gate_grad =
+        gated ? AttentionGateGrad{glog.dev, fused.o.dev, dy.dev, dg1.dev} : AttentionGateGrad{};
+    const std::vector<double> k_before = read(dev(), fused.k.p.dev);
+
+    const Side& f = fused.dev;
+    dev().attention_fwd(fused.dims, f.q, f.k, f.v, f.ctx_k, f.ctx_v, f.phi, f.index, f.o,
+                        f.o_self, f.o_ctx, f.lse_self, f.lse_ctx, gate, rotary);
+    dev().attention_bwd(fused.dims, f.q, f.k, f.v, f.ctx_k, f.ctx_v, f.phi, f.index, f.o_self,
+                        f.o_ctx, f.lse_self, f.lse_ctx, f.d_o, f.dq, f.dk, f.dv, f.dctx_k,
+                        f.dctx_v, f.dphi, gate_grad, rotary);
+    const Side& a = apart.dev;
+    dev().srpe_fwd(a.q, pos_q.dev, cos_tab.dev, sin_tab.dev, dh, pairs, a.q);
+    dev().srpe_fwd(a.k, pos_kv.dev, cos_tab.dev, sin_tab.dev, dh, pairs, a.k);
+    forward(dev(), apart.dims, a);
+    if (gated) {
+      dev().sigmoid_mul_fwd(glog.dev, a.o, y2.dev);
+      dev().sigmoid_mul_bwd(glog.dev, a.o, dy.dev, dg2.dev, a.d_o);
+    }
+    backward(dev(), apart.dims, a);
+    dev().srpe_bwd(a.dq, pos_q.dev, cos_tab.dev, sin_tab.dev, dh, pairs, a.dq);
+    dev().srpe_bwd(a.dk, pos_kv.dev, cos_tab.dev, sin_tab.dev, dh, pairs, a.dk);
+
+    auto same = [&](const char* what, const Tensor& x, const Tensor& z) {
+      EXPECT_EQ(read(dev(), x), read(dev(), z)) << what << " differs from the separate ops'";
+    };
+    // Whole buffers: nothing beside the views written.
+    same("q, rotated in place", fused.q.p.dev, apart.q.p.dev);
+    EXPECT_EQ(read(dev(), fused.k.p.dev), k_before) << "k was written";
+    same("o", fused.o.p.dev, apart.o.p.dev);
+    same("o_self", fused.o_self.p.dev, apart.o_self.p.dev);
+    same("o_ctx", fused.o_ctx.p.dev, apart.o_ctx.p.dev);
+    same("lse_self", fused.lse_self.dev, apart.lse_self.dev);
+    same("lse_ctx", fused.lse_ctx.dev, apart.lse_ctx.dev);
+    if (gated) {
+      same("y", y1.p.dev, y2.p.dev);
+      same("dglog", dg1.p.dev, dg2.p.dev);
+    }
+    same("dq", fused.dq.p.dev, apart.dq.p.dev);
+    same("dk", fused.dk.p.dev, apart.dk.p.dev);
+    same("dv", fused.dv.p.dev, apart.dv.p.dev);
+    same("dctx_k", fused.dctx_k[0].dev, apart.dctx_k[0].dev);
+    same("dctx_v", fused.dctx_v[0].dev, apart.dctx_v[0].dev);
+    same("dphi", fused.dphi.dev, apart.dphi.dev);
+  }
+}
+
 TEST_P(CudaAttention, BadArgumentsAreRefusedByName) {
   Case c = plain_case("refusals", 1, 8, 2, 1, 16, 1, SummaryMode::Causal);
   Run r = prepare(c);
@@ -462,6 +535,21 @@ TEST_P(CudaAttention, BadArgumentsAreRefusedByName) {
     dev().attention_bwd(r.dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, s.phi, s.index, s.o_self,
                         s.o_ctx, s.lse_self, s.lse_ctx, s.d_o, s.dq, s.dk, s.dv, s.dctx_k,
                         s.dctx_v, s.dphi, AttentionGateGrad{s.o, s.o, s.dk, s.dq});
+  });
+  refused("SRPE positions of the wrong length", "attention_fwd: rotary.pos_kv", [&] {
+    const Tensor pos = dev().alloc(DType::I32, 8, 1), short_pos = dev().alloc(DType::I32, 7, 1);
+    const Tensor tab = dev().alloc(DType::F32, 9, 8);
+    dev().attention_fwd(r.dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, s.phi, s.index, s.o, s.o_self,
+                        s.o_ctx, s.lse_self, s.lse_ctx, AttentionGate{},
+                        AttentionRotary{pos, short_pos, tab, tab, RotaryPairs::Half});
+  });
+  refused("SRPE tables of the wrong width", "attention_bwd: rotary.sin_tab is", [&] {
+    const Tensor pos = dev().alloc(DType::I32, 8, 1);
+    const Tensor cos_tab = dev().alloc(DType::F32, 9, 8), sin_tab = dev().alloc(DType::F32, 9, 16);
+    dev().attention_bwd(r.dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, s.phi, s.index, s.o_self,
+                        s.o_ctx, s.lse_self, s.lse_ctx, s.d_o, s.dq, s.dk, s.dv, s.dctx_k,
+                        s.dctx_v, s.dphi, AttentionGateGrad{},
+                        AttentionRotary{pos, pos, cos_tab, sin_tab, RotaryPairs::Half});
   });
   refused("nine summaries", "at most 8", [&] {
     std::vector<Tensor> nine(9, s.ctx_k[0]);

@@ -196,16 +196,9 @@ TEST_P(CudaNormOps, WithoutDeltaIsPlainRmsNorm) {
 
 WIOLA_DEVICE_OP_TEST(CudaSrpeOps, RotationForwardBackwardAndInPlace, Op::srpe_fwd, Op::srpe_bwd) {
   const int n = 9, heads = 3, dh = 8, half = dh / 2, width = heads * dh, npos = 16;
-  // fp32 tables c = r cos Θ, s = r sin Θ, angles in double (as the model makes them).
-  std::vector<double> c(npos * half), s(npos * half);
-  for (int p = 0; p < npos; ++p)
-    for (int j = 0; j < half; ++j) {
-      const double w = std::pow(10000.0, -2.0 * j / dh);
-      const double theta = p * w * (1 + 1.0 / 8), r = 1 + 0.1 * std::sin(p * 0.01 * w);
-      c[p * half + j] = r * std::cos(theta);
-      s[p * half + j] = r * std::sin(theta);
-    }
-  Pair cos_tab = input_as(DType::F32, npos, half, c), sin_tab = input_as(DType::F32, npos, half, s);
+  const SrpeTables tab = srpe_tables(npos, dh);  // fp32 on the device
+  Pair cos_tab = input_as(DType::F32, npos, half, tab.cos),
+       sin_tab = input_as(DType::F32, npos, half, tab.sin);
   Pair pos = index({3, 0, 15, 7, 7, 1, 12, 9, 4});
   const Tolerance t = tol({1e-6, 1e-6}, {1e-5, 4e-3});
 

@@ -99,14 +99,17 @@ class CudaBackend final : public Backend {
                         const Tensor& dq, const Tensor& dk, const Tensor& dv,
                         std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
                         const Tensor& dphi) override;
-  // The gate in the forward kernel's epilogue and in the backward's first pass.
-  void do_attention_fwd_gated(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+  // The gate in the forward kernel's epilogue and in the backward's first
+  // pass; SRPE in the forward's Q and K loads and the backward's dQ and dK
+  // epilogues.
+  void do_attention_fwd_fused(const AttentionDims& dims, const Tensor& q, const Tensor& k,
                               const Tensor& v, std::span<const Tensor> ctx_k,
                               std::span<const Tensor> ctx_v, const Tensor& phi,
                               const AttentionIndex& index, const Tensor& o, const Tensor& o_self,
                               const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
-                              const AttentionGate& gate) override;
-  void do_attention_bwd_gated(const AttentionDims& dims, const Tensor& q, const Tensor& k,
+                              const AttentionGate& gate,
+                              const AttentionRotary& rotary) override;
+  void do_attention_bwd_fused(const AttentionDims& dims, const Tensor& q, const Tensor& k,
                               const Tensor& v, std::span<const Tensor> ctx_k,
                               std::span<const Tensor> ctx_v, const Tensor& phi,
                               const AttentionIndex& index, const Tensor& o_self,
@@ -114,7 +117,8 @@ class CudaBackend final : public Backend {
                               const Tensor& d_o, const Tensor& dq, const Tensor& dk,
                               const Tensor& dv, std::span<const Tensor> dctx_k,
                               std::span<const Tensor> dctx_v, const Tensor& dphi,
-                              const AttentionGateGrad& gate) override;
+                              const AttentionGateGrad& gate,
+                              const AttentionRotary& rotary) override;
 
   void do_sigmoid_mul_fwd(const Tensor& g, const Tensor& x, const Tensor& y) override;
   void do_sigmoid_mul_bwd(const Tensor& g, const Tensor& x, const Tensor& dy, const Tensor& dg,

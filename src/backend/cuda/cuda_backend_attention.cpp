@@ -36,21 +36,22 @@ void CudaBackend::do_attention_fwd(const AttentionDims& dims, const Tensor& q, c
                                    const AttentionIndex& index, const Tensor& o,
                                    const Tensor& o_self, const Tensor& o_ctx,
                                    const Tensor& lse_self, const Tensor& lse_ctx) {
-  do_attention_fwd_gated(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
-                         lse_ctx, AttentionGate{});
+  do_attention_fwd_fused(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
+                         lse_ctx, AttentionGate{}, AttentionRotary{});
 }
 
-void CudaBackend::do_attention_fwd_gated(const AttentionDims& dims, const Tensor& q,
+void CudaBackend::do_attention_fwd_fused(const AttentionDims& dims, const Tensor& q,
                                          const Tensor& k, const Tensor& v,
                                          std::span<const Tensor> ctx_k,
                                          std::span<const Tensor> ctx_v, const Tensor& phi,
                                          const AttentionIndex& index, const Tensor& o,
                                          const Tensor& o_self, const Tensor& o_ctx,
                                          const Tensor& lse_self, const Tensor& lse_ctx,
-                                         const AttentionGate& gate) {
+                                         const AttentionGate& gate,
+                                         const AttentionRotary& rotary) {
   check_limits("attention_fwd", dims, ctx_k);
   kernels::attention_fwd(dims, q, k, v, ctx_k, ctx_v, phi, index, o, o_self, o_ctx, lse_self,
-                         lse_ctx, gate, stream_);
+                         lse_ctx, gate, rotary, stream_);
 }
 
 void CudaBackend::do_attention_bwd(
@@ -59,21 +60,22 @@ void CudaBackend::do_attention_bwd(
     const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
     const Tensor& lse_ctx, const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
     std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v, const Tensor& dphi) {
-  do_attention_bwd_gated(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self,
-                         lse_ctx, d_o, dq, dk, dv, dctx_k, dctx_v, dphi, AttentionGateGrad{});
+  do_attention_bwd_fused(dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self,
+                         lse_ctx, d_o, dq, dk, dv, dctx_k, dctx_v, dphi, AttentionGateGrad{},
+                         AttentionRotary{});
 }
 
-void CudaBackend::do_attention_bwd_gated(
+void CudaBackend::do_attention_bwd_fused(
     const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
     std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v, const Tensor& phi,
     const AttentionIndex& index, const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
     const Tensor& lse_ctx, const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
     std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v, const Tensor& dphi,
-    const AttentionGateGrad& gate) {
+    const AttentionGateGrad& gate, const AttentionRotary& rotary) {
   check_limits("attention_bwd", dims, ctx_k);
   kernels::attention_bwd(
       dims, q, k, v, ctx_k, ctx_v, phi, index, o_self, o_ctx, lse_self, lse_ctx, d_o, dq, dk, dv,
-      dctx_k, dctx_v, dphi, gate,
+      dctx_k, dctx_v, dphi, gate, rotary,
       [this](DType dtype, std::int64_t rows, std::int64_t cols) {
         return alloc_uninit(dtype, rows, cols);
       },

@@ -4,11 +4,13 @@
 // Compute tensors are bf16 or fp32 (one dtype per call); lse_self, lse_ctx
 // and dphi are fp32; index tensors are contiguous I32. Views may be strided.
 //
-//   attention_fwd.cu  the fused forward (self attention, context, blend, and
-//                     the output gate when given)
+//   attention_fwd.cu  the fused forward (SRPE of Q and K when given, self
+//                     attention, context, blend, and the output gate when
+//                     given)
 //   attention_bwd.cu  backward: the output gate's gradients when given,
-//                     D = rowsum(dO_self ∘ O_self), dK/dV, dQ and the
-//                     per-query context coefficients
+//                     D = rowsum(dO_self ∘ O_self), dK/dV, dQ (each rotated
+//                     back by SRPE when given) and the per-query context
+//                     coefficients
 //   attention_ctx.cu  context gradients gathered per context row, and dphi
 // Every result is deterministic: no floating-point atomics, every sum in a
 // fixed order.
@@ -33,7 +35,8 @@ void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
                    const Tensor& phi, const AttentionIndex& index, const Tensor& o,
                    const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
-                   const Tensor& lse_ctx, const AttentionGate& gate, Stream s);
+                   const Tensor& lse_ctx, const AttentionGate& gate,
+                   const AttentionRotary& rotary, Stream s);
 
 void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
                    std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
@@ -41,8 +44,8 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
                    const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                    std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                   const Tensor& dphi, const AttentionGateGrad& gate, const Allocate& alloc,
-                   Stream s);
+                   const Tensor& dphi, const AttentionGateGrad& gate,
+                   const AttentionRotary& rotary, const Allocate& alloc, Stream s);
 
 // Inside attention_bwd: dctx_k[c], dctx_v[c] (written) from the per-(query
 // row, head, summary) coefficients coef_k = ∂L/∂score / √dh and coef_v = β·w

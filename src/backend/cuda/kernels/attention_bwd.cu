@@ -37,6 +37,10 @@
 //     tiles; warp w owns query rows [16w, 16w + 16): S = Q_w Kᵀ, P (fp32) -> shared,
 //     dP = dO_w Vᵀ, dS -> shared, dQ_w += dS K. Its epilogue (lane pair per row) adds the
 //     context term and writes the context coefficients.
+//   With SRPE (AttentionRotary), Q is the rotated one, K is rotated as it is
+//   staged (as in the forward), and the dQ and dK epilogues round each row
+//   to the compute type, then rotate it back (write_rotated_back): srpe_bwd's
+//   bits without its two passes.
 #include "backend/cuda/kernels/attention.hpp"
 #include "backend/cuda/kernels/attention_common.cuh"
 #include "backend/cuda/kernels/memory.hpp"
@@ -81,7 +85,41 @@ struct Bwd {
   T* dglog;
   std::int64_t lddg;
   T* d_o_out;
+  // SRPE (rot.on): dQ and dK rotated back (its transpose) as they are written.
+  AttnRotary rot;
 };
+
+// Writes a warp's 16-row fp32 tile `stage` (row stride ld) to rows [0, rows)
+// of dst (one head) as the compute type, the values first rounded to it in
+// place; with SRPE, the rounded rows rotated back (sign −1) at the positions
+// from row `first` on, as srpe_bwd would rotate the stored gradient. Lanes
+// along the row; the whole warp takes part.
+template <class T>
+__device__ void write_rotated_back(float* stage, int ld, int rows, int dh, T* dst,
+                                   std::int64_t ld_dst, const AttnRotary& rot,
+                                   const RotaryTables& tab, std::int64_t first) {
+  const int lane = threadIdx.x % 32, half = dh / 2;
+  if (!rot.on) {
+    for (int e = lane; e < rows * dh; e += 32)
+      dst[(e / dh) * ld_dst + e % dh] = from_float<T>(stage[(e / dh) * ld + e % dh]);
+    return;
+  }
+  for (int e = lane; e < rows * dh; e += 32) {
+    float& x = stage[(e / dh) * ld + e % dh];
+    x = to_float(from_float<T>(x));
+  }
+  __syncwarp();
+  for (int e = lane; e < rows * half; e += 32) {
+    const int rr = e / half, j = e % half;
+    float c, sn, ya, yb;
+    rotary_coefficients(tab, first + rr, j, -1.0f, c, sn);
+    int ca, cb;
+    rotary_columns(j, half, tab.interleaved, ca, cb);
+    rotate_pair(stage[rr * ld + ca], stage[rr * ld + cb], c, sn, ya, yb);
+    dst[rr * ld_dst + ca] = from_float<T>(ya);
+    dst[rr * ld_dst + cb] = from_float<T>(yb);
+  }
+}
 
 // ---- query tile statistics and D ---------------------------------------------------
 
@@ -195,6 +233,10 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
   const int krows = clampi(S - k0, 0, kBK);
   load_tile<T, DHP, kBK>(ks, a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows, dh, a.vec, nullptr);
   load_tile<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec, nullptr);
+  if (w.rot.on) {  // K taken before SRPE: srpe_fwd's bits, in shared memory
+    __syncthreads();
+    rotate_tile<T, DHP>(ks, krows, dh, w.rot.kv, row0 + k0, nullptr);
+  }  // the loop's first barrier comes before K is read
 
   // Lanes 2r and 2r + 1 own key row r of the warp's 16 (Sᵀ row r).
   const int r = lane / 2, half = lane % 2;
@@ -268,11 +310,11 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
   __syncwarp();
   dk.store(stage, L::kLde);
   __syncwarp();
-  for (int e = lane; e < rows * dh; e += 32) {
-    const int rr = e / dh, d = e % dh;
-    const std::int64_t j = row0 + k0 + warp * 16 + rr;
-    w.dk[j * w.lddk + g * dh + d] = from_float<T>(a.scale * stage[rr * L::kLde + d]);
-  }
+  for (int e = lane; e < rows * dh; e += 32) stage[(e / dh) * L::kLde + e % dh] *= a.scale;
+  __syncwarp();
+  const std::int64_t j0 = row0 + k0 + warp * 16;
+  write_rotated_back(stage, L::kLde, rows, dh, w.dk + j0 * w.lddk + g * dh, w.lddk, w.rot,
+                     w.rot.kv, j0);
 }
 
 // ---- dQ and the context coefficients -----------------------------------------------
@@ -357,6 +399,10 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<
     load_tile<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec,
                            nullptr);
     __syncthreads();
+    if (w.rot.on) {  // K taken before SRPE, its unseen rows left zero
+      rotate_tile<T, DHP>(ks, krows, dh, w.rot.kv, row0 + k0, used);
+      __syncthreads();
+    }
 
     warp_nt<T, DHP>(sw, L::kLds, qs + warp * 16 * L::kLdt, ks);  // S
     __syncwarp();
@@ -421,7 +467,7 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<
     cv[c] = beta * wc;
   }
   if (in_seq) {
-    T* dq = w.dq + i * w.lddq + h * dh;
+    // dQ of the row into its staging row (this lane's columns), written below.
     for (int d = half; d < dh; d += 2) {
       float val = 0.0f;
       if (valid) {
@@ -431,7 +477,7 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<
           val += ck[c] * to_float(a.ctx_k[c][std::int64_t(crow) * a.ld_ctx_k[c] + g * dh + d]);
         }
       }
-      dq[d] = from_float<T>(val);
+      stage[r * L::kLde + d] = val;
     }
     if (half == 0) {
       const std::int64_t at = (i * a.heads + h) * a.n_ctx;
@@ -442,6 +488,10 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<
       }
     }
   }
+  __syncwarp();  // the staged dQ rows of the warp's lanes
+  const std::int64_t i0 = row0 + q0 + warp * 16;
+  write_rotated_back(stage, L::kLde, clampi(S - (q0 + warp * 16), 0, 16), dh,
+                     w.dq + i0 * w.lddq + h * dh, w.lddq, w.rot, w.rot.q, i0);
 }
 
 template <class T, int DHP>
@@ -450,6 +500,12 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
   const unsigned kt = unsigned((a.seq + kBK - 1) / kBK), qt = unsigned((a.seq + kBQ - 1) / kBQ);
   const AttentionBytes b = attention_bytes(a);
   const std::int64_t n = std::int64_t(a.batch) * a.seq;
+  // With SRPE, the position arrays (dK/dV: the keys'; dQ: both) and the
+  // table rows they select.
+  const std::int64_t tables =
+      w.rot.on ? std::min<std::int64_t>(n, w.rot.q.npos) * 2 * (a.head_dim / 2) * 4 : 0;
+  const std::int64_t rot_dkdv = w.rot.on ? n * 4 + tables : 0,
+                     rot_dq = w.rot.on ? n * 8 + tables : 0;
   {
     using L = DkdvSmem<T, DHP>;
     auto* kernel = attention_bwd_dkdv<T, DHP>;
@@ -458,7 +514,8 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
                  L::bytes, stream)(a, w);
     // K, V, Q, dO, lse and D read (a query tile once per key tile that it
     // sees, from the L2 cache: once); dK and dV written.
-    WIOLA_CHECK_LAUNCH("attention_bwd_dkdv", 2 * b.kv + 2 * b.q + 2 * b.stats + n * 12 + 2 * b.kv);
+    WIOLA_CHECK_LAUNCH("attention_bwd_dkdv",
+                       2 * b.kv + 2 * b.q + 2 * b.stats + n * 12 + 2 * b.kv + rot_dkdv);
   }
   {
     using L = DqSmem<T, DHP>;
@@ -469,7 +526,8 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
     // Q, dO, lse, D, K, V and the index read, and with context the context
     // rows, O_ctx and lse_ctx; dQ and the context coefficients written.
     const std::int64_t ctx = a.n_ctx > 0 ? b.ctx + b.q + b.stats + 2 * b.stats * a.n_ctx : 0;
-    WIOLA_CHECK_LAUNCH("attention_bwd_dq", 2 * b.q + 2 * b.stats + 2 * b.kv + n * 12 + ctx + b.q);
+    WIOLA_CHECK_LAUNCH("attention_bwd_dq",
+                       2 * b.q + 2 * b.stats + 2 * b.kv + n * 12 + ctx + b.q + rot_dq);
   }
 }
 
@@ -481,8 +539,8 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    const Tensor& o_ctx, const Tensor& lse_self, const Tensor& lse_ctx,
                    const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                    std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                   const Tensor& dphi, const AttentionGateGrad& gate, const Allocate& alloc,
-                   Stream s) {
+                   const Tensor& dphi, const AttentionGateGrad& gate,
+                   const AttentionRotary& rotary, const Allocate& alloc, Stream s) {
   const std::int64_t n = std::int64_t(dims.batch) * dims.seq;
   if (n == 0) {  // no query: the context gradients are zero, dphi gets nothing
     for (std::size_t c = 0; c < dctx_k.size(); ++c) {
@@ -527,7 +585,8 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    gated ? gate.dy.ld() : 0,
                    static_cast<T*>(gate.dglog.data()),
                    gated ? gate.dglog.ld() : 0,
-                   gated ? static_cast<T*>(d_o.data()) : nullptr};
+                   gated ? static_cast<T*>(d_o.data()) : nullptr,
+                   make_rotary(rotary)};
     const auto row_blocks = static_cast<unsigned>((n + kWarps - 1) / kWarps);
     const auto tiles = static_cast<unsigned>(std::int64_t(dims.batch) * n_qtiles);
     WIOLA_LAUNCH(attention_bwd_prep<T>, dim3(row_blocks + tiles), dim3(kTileThreads), 0,

@@ -165,6 +165,23 @@ Args<T> make_args(const AttentionDims& d, const Tensor& q, const Tensor& k, cons
   return a;
 }
 
+// SRPE inside the attention kernels (AttentionRotary): the tables with the
+// query rows' positions and with the key rows'. on = false: none.
+struct AttnRotary {
+  bool on;
+  RotaryTables q, kv;
+};
+inline AttnRotary make_rotary(const AttentionRotary& r) {
+  if (!r.defined()) return AttnRotary{};
+  const auto tables = [&](const Tensor& pos) {
+    return RotaryTables{static_cast<const std::int32_t*>(pos.data()),
+                        static_cast<const float*>(r.cos_tab.data()), r.cos_tab.ld(),
+                        static_cast<const float*>(r.sin_tab.data()), r.sin_tab.ld(),
+                        r.cos_tab.rows(), r.pairs == RotaryPairs::Interleaved};
+  };
+  return AttnRotary{true, tables(r.pos_q), tables(r.pos_kv)};
+}
+
 // ---- device helpers ------------------------------------------------------------
 
 __device__ __forceinline__ int clampi(int x, int lo, int hi) {
@@ -212,6 +229,47 @@ __device__ void load_tile(T* dst, const T* src, std::int64_t ld, int rows, int d
       for (int e = 0; e < kPer; ++e)
         d[e] = (row_ok && c0 + e < dh) ? src[r * ld + c0 + e] : from_float<T>(0.0f);
     }
+  }
+}
+
+// SRPE (sign 1) of rows [0, rows) of one head, src to dst (which may be
+// src: each pair is read whole before it is written), positions from row
+// `first` of the tables' position array on. Every thread of the block takes
+// part; the caller syncs before its threads read dst.
+template <class T>
+__device__ void rotate_rows(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst,
+                            int rows, int dh, const RotaryTables& tab, std::int64_t first) {
+  const int half = dh / 2;
+  for (int idx = threadIdx.x; idx < rows * half; idx += blockDim.x) {
+    const int r = idx / half, j = idx % half;
+    float c, s, ya, yb;
+    rotary_coefficients(tab, first + r, j, 1.0f, c, s);
+    int ca, cb;
+    rotary_columns(j, half, tab.interleaved, ca, cb);
+    rotate_pair(to_float(src[r * ld_src + ca]), to_float(src[r * ld_src + cb]), c, s, ya, yb);
+    dst[r * ld_dst + ca] = from_float<T>(ya);
+    dst[r * ld_dst + cb] = from_float<T>(yb);
+  }
+}
+
+// The same map on rows [0, rows) of a tile staged by load_tile, in place,
+// leaving out the rows load_tile left zero (keep[r] == 0; null: none).
+template <class T, int DHP>
+__device__ void rotate_tile(T* tile, int rows, int dh, const RotaryTables& tab,
+                            std::int64_t first, const unsigned char* keep) {
+  constexpr int kLd = DHP + 8;
+  const int half = dh / 2;
+  for (int idx = threadIdx.x; idx < rows * half; idx += blockDim.x) {
+    const int r = idx / half, j = idx % half;
+    if (keep != nullptr && keep[r] == 0) continue;
+    float c, s, ya, yb;
+    rotary_coefficients(tab, first + r, j, 1.0f, c, s);
+    int ca, cb;
+    rotary_columns(j, half, tab.interleaved, ca, cb);
+    T* row = tile + r * kLd;
+    rotate_pair(to_float(row[ca]), to_float(row[cb]), c, s, ya, yb);
+    row[ca] = from_float<T>(ya);
+    row[cb] = from_float<T>(yb);
   }
 }
 

@@ -10,6 +10,10 @@
 //   blend:   O = (1 − β) O_self + β O_ctx, β = σ(φ); O = O_self without
 //            context (n_ctx = 0: O_ctx and lse_ctx not written).
 //   Padding rows (t >= n_queries) get zeros everywhere.
+//   SRPE (when given): Q and K are taken before it. Each block rotates its
+//   own Q rows in place before staging them; every staged K tile is rotated
+//   in shared memory. The arithmetic is the SRPE kernel's
+//   (kernels/common.cuh), so the scores see srpe_fwd's bits.
 //
 // Tiling: grid (ceil(T / 64) query tiles, H, B), 128 threads. The block
 // stages its 64 x DHP tile of Q in shared memory, then visits the 64-key
@@ -55,6 +59,11 @@ struct FwdOut {
   std::int64_t ldg;
   T* y;
   std::int64_t ldy;
+  // SRPE (rot.on): Q rotated in place (q_rot is Q, writable); K is rotated
+  // as it is staged.
+  AttnRotary rot;
+  T* q_rot;
+  std::int64_t ldqr;
 };
 
 // Shared memory of the forward kernel, in bytes from the start.
@@ -105,6 +114,13 @@ __global__ void __launch_bounds__(kTileThreads)
   const float beta = attention_beta(a);
 
   load_query_index(a, b, q0, pre, ext, stat);
+  if (out.rot.on) {
+    // The block's Q rows, every one in the sequence as srpe_fwd does, rotated
+    // in place before they are staged (no other block reads them).
+    rotate_rows(a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, out.q_rot + (row0 + q0) * out.ldqr + h * dh,
+                out.ldqr, clampi(S - q0, 0, kBQ), dh, out.rot.q, row0 + q0);
+    __syncthreads();  // the rotated rows are what the block stages next
+  }
   load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, clampi(nq - q0, 0, kBQ),
                          dh, a.vec, nullptr);
   const KeyTiles tiles = key_tiles(stat);
@@ -126,6 +142,10 @@ __global__ void __launch_bounds__(kTileThreads)
                            nullptr);
     load_tile<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec, used);
     __syncthreads();
+    if (out.rot.on) {  // srpe_fwd's bits, in shared memory
+      rotate_tile<T, DHP>(ks, krows, dh, out.rot.kv, row0 + k0, nullptr);
+      __syncthreads();
+    }
 
     warp_nt<T, DHP>(sw, L::kLds, qs + warp * 16 * L::kLdt, ks);
     __syncwarp();
@@ -233,8 +253,13 @@ void launch_fwd(const Args<T>& a, const FwdOut<T>& out, Stream s) {
   // With the gate, its logits read and Y written.
   const std::int64_t n = std::int64_t(a.batch) * a.seq, ctx = a.n_ctx > 0 ? 1 : 0;
   const std::int64_t gate = out.glog ? 2 * b.q : 0;
+  // With SRPE, Q written back, the positions and the table rows they select
+  // read.
+  const std::int64_t table_rows = std::min<std::int64_t>(n, out.rot.q.npos);
+  const std::int64_t rot = out.rot.on ? b.q + n * 8 + table_rows * 2 * (a.head_dim / 2) * 4 : 0;
   WIOLA_CHECK_LAUNCH("attention_fwd_kernel", b.q + 2 * b.kv + b.ctx + n * 12 +
-                                                 (2 + ctx) * b.q + (1 + ctx) * b.stats + gate);
+                                                 (2 + ctx) * b.q + (1 + ctx) * b.stats + gate +
+                                                 rot);
 }
 
 }  // namespace
@@ -243,7 +268,8 @@ void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    std::span<const Tensor> ctx_k, std::span<const Tensor> ctx_v,
                    const Tensor& phi, const AttentionIndex& index, const Tensor& o,
                    const Tensor& o_self, const Tensor& o_ctx, const Tensor& lse_self,
-                   const Tensor& lse_ctx, const AttentionGate& gate, Stream s) {
+                   const Tensor& lse_ctx, const AttentionGate& gate,
+                   const AttentionRotary& rotary, Stream s) {
   if (dims.batch == 0) return;
   auto run = [&](auto zero) {
     using T = decltype(zero);
@@ -254,7 +280,9 @@ void attention_fwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                         static_cast<float*>(lse_self.data()), lse_self.ld(),
                         static_cast<float*>(lse_ctx.data()),  lse_ctx.ld(),
                         static_cast<const T*>(gate.glog.data()), gate.glog.defined() ? gate.glog.ld() : 0,
-                        static_cast<T*>(gate.y.data()),       gate.y.defined() ? gate.y.ld() : 0};
+                        static_cast<T*>(gate.y.data()),       gate.y.defined() ? gate.y.ld() : 0,
+                        make_rotary(rotary),
+                        static_cast<T*>(q.data()),            q.ld()};
     with_padded_head_dim(dims.head_dim, [&](auto dhp) { launch_fwd<T, decltype(dhp)::value>(a, out, s); });
   };
   with_compute_type(q.dtype(), run);

@@ -48,6 +48,39 @@ __device__ __forceinline__ void gate_bwd(float g, float x, float dy, float& dg, 
   dx = dy * s;
 }
 
+// A rotary map (SRPE, spiral RoPE) of one pair of a head, shared by the SRPE
+// kernel and the attention kernels that take SRPE, so both give the same
+// bits. The pair's columns: (j, j + dh/2) (rotate-half) or (2j, 2j + 1)
+// (interleaved); its coefficients at position p: c = cos_tab[p, j] and
+// s = sign · sin_tab[p, j] (sign −1: the transpose, the backward), NaN for a
+// position outside the tables; then y_a = a c − b s, y_b = a s + b c.
+struct RotaryTables {
+  const std::int32_t* pos;  // the rows' positions (a row index into the tables)
+  const float* cos_tab;
+  std::int64_t ldc;
+  const float* sin_tab;
+  std::int64_t lds;
+  std::int64_t npos;  // rows of the tables
+  bool interleaved;
+};
+__device__ __forceinline__ void rotary_columns(int j, int half, bool interleaved, int& ca,
+                                               int& cb) {
+  ca = interleaved ? 2 * j : j;
+  cb = ca + (interleaved ? 1 : half);
+}
+__device__ __forceinline__ void rotary_coefficients(const RotaryTables& r, std::int64_t row, int j,
+                                                    float sign, float& c, float& s) {
+  const std::int64_t p = r.pos[row];
+  const bool ok = p >= 0 && p < r.npos;
+  c = ok ? r.cos_tab[p * r.ldc + j] : NAN;
+  s = ok ? sign * r.sin_tab[p * r.lds + j] : NAN;
+}
+__device__ __forceinline__ void rotate_pair(float a, float b, float c, float s, float& ya,
+                                            float& yb) {
+  ya = a * c - b * s;
+  yb = a * s + b * c;
+}
+
 // Calls f(T{}) with T the storage type of a compute dtype: bf16 or fp32.
 template <class F>
 void with_compute_type(DType dt, F&& f) {

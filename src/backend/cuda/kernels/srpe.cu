@@ -9,25 +9,24 @@ namespace wiola::cuda::kernels {
 namespace {
 
 template <class T>
-__global__ void srpe_kernel(std::int64_t n, std::int64_t heads, std::int64_t half,
-                            const T* x, std::int64_t ldx, const std::int32_t* pos,
-                            std::int64_t npos, const float* cos_tab, std::int64_t ldc,
-                            const float* sin_tab, std::int64_t lds, float sign, bool interleaved,
-                            T* y, std::int64_t ldy) {
+__global__ void srpe_kernel(std::int64_t n, std::int64_t heads, int half, const T* x,
+                            std::int64_t ldx, RotaryTables tab, float sign, T* y,
+                            std::int64_t ldy) {
   const std::int64_t per_row = heads * half, total = n * per_row;
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
        e += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t i = e / per_row, rem = e % per_row;
-    const std::int64_t h = rem / half, j = rem % half;
-    const std::int64_t p = pos[i];
-    const bool ok = p >= 0 && p < npos;
-    const float c = ok ? cos_tab[p * ldc + j] : NAN;
-    const float sn = ok ? sign * sin_tab[p * lds + j] : NAN;
-    const std::int64_t ca = h * 2 * half + (interleaved ? 2 * j : j),
-                       cb = ca + (interleaved ? 1 : half);
-    const float a = to_float(x[i * ldx + ca]), b = to_float(x[i * ldx + cb]);
-    y[i * ldy + ca] = from_float<T>(a * c - b * sn);
-    y[i * ldy + cb] = from_float<T>(a * sn + b * c);
+    const int h = int(rem / half), j = int(rem % half);
+    float c, sn;
+    rotary_coefficients(tab, i, j, sign, c, sn);
+    int ca, cb;
+    rotary_columns(j, half, tab.interleaved, ca, cb);
+    ca += h * 2 * half;
+    cb += h * 2 * half;
+    float ya, yb;
+    rotate_pair(to_float(x[i * ldx + ca]), to_float(x[i * ldx + cb]), c, sn, ya, yb);
+    y[i * ldy + ca] = from_float<T>(ya);
+    y[i * ldy + cb] = from_float<T>(yb);
   }
 }
 
@@ -41,13 +40,15 @@ void srpe_apply(const Tensor& x, const Tensor& positions, const Tensor& cos_tab,
   if (pairs == 0) return;
   auto launch = [&](auto zero) {
     using T = decltype(zero);
+    const RotaryTables tab{static_cast<const std::int32_t*>(positions.data()),
+                           static_cast<const float*>(cos_tab.data()), cos_tab.ld(),
+                           static_cast<const float*>(sin_tab.data()), sin_tab.ld(), cos_tab.rows(),
+                           interleaved};
     WIOLA_LAUNCH(srpe_kernel<T>, dim3(blocks_for(pairs)), dim3(kThreads), 0,
-                 static_cast<cudaStream_t>(s))(
-        x.rows(), heads, half, static_cast<const T*>(x.data()), x.ld(),
-        static_cast<const std::int32_t*>(positions.data()), cos_tab.rows(),
-        static_cast<const float*>(cos_tab.data()), cos_tab.ld(),
-        static_cast<const float*>(sin_tab.data()), sin_tab.ld(), transpose ? -1.0f : 1.0f,
-        interleaved, static_cast<T*>(y.data()), y.ld());
+                 static_cast<cudaStream_t>(s))(x.rows(), heads, int(half),
+                                               static_cast<const T*>(x.data()), x.ld(), tab,
+                                               transpose ? -1.0f : 1.0f,
+                                               static_cast<T*>(y.data()), y.ld());
   };
   with_compute_type(x.dtype(), launch);
   // x read and y written; the positions, and the table rows they select.
