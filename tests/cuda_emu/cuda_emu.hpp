@@ -12,6 +12,9 @@
 //    __shfl_up_sync) and votes (__ballot_sync, __any_sync, __all_sync) for
 //    full warps (mask 0xffffffff);
 //  * atomicAdd / atomicMax / atomicMin on global and shared memory;
+//  * __threadfence() (a no-op: blocks run one after another, so every write
+//    is seen by every later read; the order it enforces on a GPU, as in the
+//    last-block pattern, is not tested here);
 //  * the bit intrinsics __ffs and __popc;
 //  * the 16-byte vector type uint4 (kernels copy aligned 16-byte chunks);
 //  * dynamic shared memory above the default 48 KiB per block only after
@@ -150,6 +153,7 @@ Launch<Kernel> make_launch(const char* name, Kernel k, dim3 g, dim3 b, std::size
 constexpr int warpSize = 32;
 
 inline void __syncthreads() { ::wiola::emu::sync_block(); }
+inline void __threadfence() {}
 inline void __syncwarp(unsigned = 0xffffffffu) { ::wiola::emu::warp_exchange(0); }
 
 // ---- warp collectives (full warps) -----------------------------------------

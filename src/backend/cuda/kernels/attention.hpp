@@ -12,6 +12,7 @@
 //                     back by SRPE when given) and the per-query context
 //                     coefficients
 //   attention_ctx.cu  context gradients gathered per context row, and dphi
+//                     (over the buckets of attention_buckets.cuh)
 // Every result is deterministic: no floating-point atomics, every sum in a
 // fixed order.
 #include <cstdint>
@@ -46,15 +47,5 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
                    const Tensor& dphi, const AttentionGateGrad& gate,
                    const AttentionRotary& rotary, const Allocate& alloc, Stream s);
-
-// Inside attention_bwd: dctx_k[c], dctx_v[c] (written) from the per-(query
-// row, head, summary) coefficients coef_k = ∂L/∂score / √dh and coef_v = β·w
-// (fp32 [B*T*H*n_ctx]), and dphi += β(1 − β) Σ dbeta_row (fp32 [B*T]).
-void attention_context_grads(const AttentionDims& dims, const Tensor& q, const Tensor& d_o,
-                             std::span<const Tensor> ctx_k, const Tensor& phi,
-                             const AttentionIndex& index, const float* coef_k,
-                             const float* coef_v, const float* dbeta_row,
-                             std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                             const Tensor& dphi, const Allocate& alloc, Stream s);
 
 }  // namespace wiola::cuda::kernels

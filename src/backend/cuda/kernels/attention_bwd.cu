@@ -13,15 +13,18 @@
 //   dβ      = Σ dO · (O_ctx − O_self), dφ = dβ β (1 − β)  (per-row partials in prep)
 //
 // Kernels, in launch order:
-//   attention_bwd_prep  two kinds of blocks in one launch (neither reads what
-//     the other writes):
+//   attention_bwd_prep  three kinds of blocks in one launch (none reads what
+//     another kind writes):
 //     - one warp per query row: with the output gate, dO and the gate
 //       logits' gradient from dY first (the elementwise op's arithmetic);
 //       then D for every head (lanes over dh, a fixed shuffle tree) and the
 //       row's dβ partial;
 //     - after those, one block per (query tile, sequence): the 64-row query
 //       tile's largest key prefix and extra-key range, so the dK/dV kernel
-//       knows which query tiles can see its keys.
+//       knows which query tiles can see its keys;
+//     - with context, last, the context rows' bucket counts and their scan
+//       (attention_buckets.cuh: the dK/dV and dQ kernels' extra columns of
+//       blocks fill and rank them, for the gather in attention_ctx.cu).
 //   attention_bwd_dkdv  grid (key tiles, Hkv, B), 128 threads. The block keeps
 //     its 64 x DHP K and V tiles in shared memory and loops over the query
 //     heads of its group and the query tiles that can see it, staging Q, dO,
@@ -41,7 +44,10 @@
 //   staged (as in the forward), and the dQ and dK epilogues round each row
 //   to the compute type, then rotate it back (write_rotated_back): srpe_bwd's
 //   bits without its two passes.
+#include <vector>
+
 #include "backend/cuda/kernels/attention.hpp"
+#include "backend/cuda/kernels/attention_buckets.cuh"
 #include "backend/cuda/kernels/attention_common.cuh"
 #include "backend/cuda/kernels/memory.hpp"
 
@@ -87,6 +93,9 @@ struct Bwd {
   T* d_o_out;
   // SRPE (rot.on): dQ and dK rotated back (its transpose) as they are written.
   AttnRotary rot;
+  // With context (bk.rows > 0), the context rows' reader buckets, built by
+  // the three kernels' extra blocks (attention_buckets.cuh).
+  Buckets bk;
 };
 
 // Writes a warp's 16-row fp32 tile `stage` (row stride ld) to rows [0, rows)
@@ -126,6 +135,12 @@ __device__ void write_rotated_back(float* stage, int ld, int rows, int dh, T* ds
 template <class T>
 __global__ void __launch_bounds__(kTileThreads)
     attention_bwd_prep(Args<T> a, Bwd<T> w, unsigned row_blocks, int n_qtiles) {
+  const unsigned tile_blocks = unsigned(a.batch * n_qtiles);
+  if (blockIdx.x >= row_blocks + tile_blocks) {  // the buckets' counts (block-uniform)
+    bucket_count(w.bk, int(blockIdx.x - row_blocks - tile_blocks),
+                 int(gridDim.x - row_blocks - tile_blocks));
+    return;
+  }
   if (blockIdx.x >= row_blocks) {  // a query tile's statistics (block-uniform: barriers are safe)
     __shared__ int pre[kBQ], ext[kBQ], stat[4];
     const int tile = int(blockIdx.x - row_blocks), qt = tile % n_qtiles, b = tile / n_qtiles;
@@ -223,6 +238,11 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
   T* pw = reinterpret_cast<T*>(smem + L::p) + warp * 16 * L::kLdp;
   T* dsw = reinterpret_cast<T*>(pf);  // over P (fp32) once it is read
 
+  const int n_ktiles = (a.seq + kBK - 1) / kBK;
+  if (int(blockIdx.x) >= n_ktiles) {  // the buckets' slots (block-uniform)
+    bucket_fill(w.bk, extra_block(n_ktiles));
+    return;
+  }
   const int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int S = a.seq, dh = a.head_dim, k0 = kt * kBK;
   const int n_qtiles = (S + kBQ - 1) / kBQ;
@@ -363,7 +383,12 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<
   float* pf = reinterpret_cast<float*>(smem + L::pf) + warp * 16 * L::kLds;
   T* pw = reinterpret_cast<T*>(smem + L::p) + warp * 16 * L::kLdp;
 
-  const int qt = int(gridDim.x) - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
+  const int n_qtiles = (a.seq + kBQ - 1) / kBQ;
+  if (int(blockIdx.x) >= n_qtiles) {  // the buckets' ranks (block-uniform)
+    bucket_rank(w.bk, extra_block(n_qtiles));
+    return;
+  }
+  const int qt = n_qtiles - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
   const int g = h % a.kv_heads, dh = a.head_dim, S = a.seq;
   const int q0 = qt * kBQ;
   const int nq = valid_queries(a, b), qrows = clampi(nq - q0, 0, kBQ);
@@ -506,28 +531,38 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
       w.rot.on ? std::min<std::int64_t>(n, w.rot.q.npos) * 2 * (a.head_dim / 2) * 4 : 0;
   const std::int64_t rot_dkdv = w.rot.on ? n * 4 + tables : 0,
                      rot_dq = w.rot.on ? n * 8 + tables : 0;
+  // The buckets' fill (each reader's key, start and cursor, read and
+  // written, and its slot written) and rank (its bucket scanned, from the L2
+  // cache when rows share one, and its reader slot written).
+  const std::int64_t buckets = w.bk.rows > 0 ? n * 20 : 0;
   {
     using L = DkdvSmem<T, DHP>;
     auto* kernel = attention_bwd_dkdv<T, DHP>;
     allow_shared(kernel, L::bytes, "attention_bwd_dkdv");
-    WIOLA_LAUNCH(kernel, dim3(kt, unsigned(a.kv_heads), unsigned(a.batch)), dim3(kTileThreads),
-                 L::bytes, stream)(a, w);
+    // With buckets, extra columns whose blocks fill them.
+    const unsigned fill = w.bk.rows > 0 ? extra_columns(n, std::int64_t(a.kv_heads) * a.batch) : 0;
+    WIOLA_LAUNCH(kernel, dim3(kt + fill, unsigned(a.kv_heads), unsigned(a.batch)),
+                 dim3(kTileThreads), L::bytes, stream)(a, w);
     // K, V, Q, dO, lse and D read (a query tile once per key tile that it
     // sees, from the L2 cache: once); dK and dV written.
     WIOLA_CHECK_LAUNCH("attention_bwd_dkdv",
-                       2 * b.kv + 2 * b.q + 2 * b.stats + n * 12 + 2 * b.kv + rot_dkdv);
+                       2 * b.kv + 2 * b.q + 2 * b.stats + n * 12 + 2 * b.kv + rot_dkdv +
+                           buckets);
   }
   {
     using L = DqSmem<T, DHP>;
     auto* kernel = attention_bwd_dq<T, DHP>;
     allow_shared(kernel, L::bytes, "attention_bwd_dq");
-    WIOLA_LAUNCH(kernel, dim3(qt, unsigned(a.heads), unsigned(a.batch)), dim3(kTileThreads), L::bytes,
-                 stream)(a, w);
+    // With buckets, extra columns whose blocks rank them.
+    const unsigned rank = w.bk.rows > 0 ? extra_columns(n, std::int64_t(a.heads) * a.batch) : 0;
+    WIOLA_LAUNCH(kernel, dim3(qt + rank, unsigned(a.heads), unsigned(a.batch)),
+                 dim3(kTileThreads), L::bytes, stream)(a, w);
     // Q, dO, lse, D, K, V and the index read, and with context the context
     // rows, O_ctx and lse_ctx; dQ and the context coefficients written.
     const std::int64_t ctx = a.n_ctx > 0 ? b.ctx + b.q + b.stats + 2 * b.stats * a.n_ctx : 0;
     WIOLA_CHECK_LAUNCH("attention_bwd_dq",
-                       2 * b.q + 2 * b.stats + 2 * b.kv + n * 12 + ctx + b.q + rot_dq);
+                       2 * b.q + 2 * b.stats + 2 * b.kv + n * 12 + ctx + b.q + rot_dq +
+                           buckets);
   }
 }
 
@@ -559,6 +594,9 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
   const Tensor coef_v = n_ctx > 0 ? alloc(DType::F32, n * dims.heads, n_ctx) : Tensor{};
   const Tensor qstats = alloc(DType::I32, std::int64_t(dims.batch) * n_qtiles, 3);
   const auto stream = static_cast<cudaStream_t>(s);
+  std::vector<Tensor> bucket_memory;  // kept until the gather is queued
+  const Buckets bk = n_ctx > 0 ? make_buckets(dims, ctx_k, index, alloc, bucket_memory, s)
+                               : Buckets{};
 
   auto run = [&](auto zero) {
     using T = decltype(zero);
@@ -586,10 +624,12 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    static_cast<T*>(gate.dglog.data()),
                    gated ? gate.dglog.ld() : 0,
                    gated ? static_cast<T*>(d_o.data()) : nullptr,
-                   make_rotary(rotary)};
+                   make_rotary(rotary),
+                   bk};
     const auto row_blocks = static_cast<unsigned>((n + kWarps - 1) / kWarps);
     const auto tiles = static_cast<unsigned>(std::int64_t(dims.batch) * n_qtiles);
-    WIOLA_LAUNCH(attention_bwd_prep<T>, dim3(row_blocks + tiles), dim3(kTileThreads), 0,
+    const auto counts = n_ctx > 0 ? static_cast<unsigned>(bucket_blocks(n)) : 0u;
+    WIOLA_LAUNCH(attention_bwd_prep<T>, dim3(row_blocks + tiles + counts), dim3(kTileThreads), 0,
                  stream)(a, w, row_blocks, n_qtiles);
     // dO, O_self and O_ctx of every row; D of every row and head, dβ of every
     // row. With the gate: G, O and dY read, dG and dO written (dO read back
@@ -598,14 +638,19 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
     const std::int64_t outs = (n_ctx > 0 ? 2 : 1) * bytes_of(d_o) +
                               (gated ? 5 : 1) * bytes_of(d_o);
     const std::int64_t stats = n * 8 + std::int64_t(tiles) * 12;
-    WIOLA_CHECK_LAUNCH("attention_bwd_prep", outs + n * (dims.heads + 1) * 4 + n * 4 + stats);
+    // The buckets' counts: the index of every row read, its key written and
+    // counted (read and written); the scan: counts read, two offsets written.
+    const std::int64_t counted =
+        n_ctx > 0 ? n * 16 + std::int64_t(dims.batch) * 4 + (std::int64_t(bk.rows) + 1) * 12 : 0;
+    WIOLA_CHECK_LAUNCH("attention_bwd_prep",
+                       outs + n * (dims.heads + 1) * 4 + n * 4 + stats + counted);
     with_padded_head_dim(dims.head_dim,
                          [&](auto dhp) { launch_tiles<T, decltype(dhp)::value>(a, w, s); });
   };
   with_compute_type(q.dtype(), run);
 
   if (n_ctx == 0) return;  // no context gradients, no dphi
-  attention_context_grads(dims, q, d_o, ctx_k, phi, index, static_cast<const float*>(coef_k.data()),
+  attention_context_grads(dims, q, d_o, ctx_k, phi, bk, static_cast<const float*>(coef_k.data()),
                           static_cast<const float*>(coef_v.data()),
                           static_cast<const float*>(dbeta_row.data()), dctx_k, dctx_v, dphi,
                           alloc, s);

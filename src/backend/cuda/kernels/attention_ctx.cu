@@ -5,16 +5,9 @@
 // sequence's row). Its gradient, for every summary c and group g,
 //   dctx_k[c][r, g] = Σ_{i reads r} Σ_{h ≡ g} coef_k[i,h,c] q_{i,h}
 //   dctx_v[c][r, g] = Σ_{i reads r} Σ_{h ≡ g} coef_v[i,h,c] dO_{i,h}
-// is gathered per row from the list of its readers in ascending order,
-// never scattered with floating-point atomics:
-//   ctx_count   one thread per query row: its context row (-1 for padding) and
-//               a count per row (integer atomics: exact in any order);
-//   ctx_scan    one block: exclusive prefix sums of the counts (bucket starts)
-//               and of the rows' chunk counts (below);
-//   ctx_fill    one thread per reader: its slot in the bucket, in arrival order;
-//   ctx_rank    one thread per reader: its rank among its bucket's readers
-//               (how many have a smaller row index), so readers[start + rank]
-//               is the bucket in ascending order, whatever the arrival order;
+// is gathered per row from the list of its readers in ascending order
+// (the buckets of attention_buckets.cuh, built inside the backward's earlier
+// launches), never scattered with floating-point atomics:
 //   ctx_partial one block per chunk of kChunk readers of a row with more than
 //               kChunk readers: partial sums, threads over the (g, d) columns;
 //   ctx_final   one block per context row: a row with <= kChunk readers sums
@@ -23,31 +16,19 @@
 //               more block, which needs nothing the others write, makes dphi:
 //               dphi += β(1 − β) Σ_rows dbeta_row, summed in double in a
 //               fixed tree (its own launch before, one fewer now).
-#include "backend/cuda/kernels/attention.hpp"
-#include "backend/cuda/kernels/attention_common.cuh"
+#include <vector>
+
+#include "backend/cuda/kernels/attention_buckets.cuh"
 
 namespace wiola::cuda::kernels {
 
 namespace {
 
-using attn::clampi;
-using attn::kFull;
+using attn::Buckets;
+using attn::kChunk;
 using attn::kMaxCtx;
 
-constexpr int kChunk = 64;         // readers per partial sum
-constexpr int kColThreads = 256;   // threads of the gather kernels
-constexpr int kScanThreads = 256;
-
-struct Buckets {
-  int rows;                 // context rows (the most any context tensor has)
-  const int* key;           // [N]: context row of query row i, -1 for padding
-  int* count;               // [rows]
-  int* start;               // [rows + 1]
-  int* chunk_start;         // [rows + 1]: first chunk of each row (rows with <= kChunk readers: none)
-  int* cursor;              // [rows]
-  int* unsorted;            // [N]
-  int* readers;             // [N]
-};
+constexpr int kColThreads = 256;  // threads of the gather kernels
 
 template <class T>
 struct Gather {
@@ -73,82 +54,6 @@ struct Gather {
   std::int64_t n;
   float* dphi;
 };
-
-__global__ void ctx_count(std::int64_t n, int seq, const std::int32_t* n_queries,
-                          const std::int32_t* ctx_row, int readable_rows, int* key, int* count) {
-  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const int b = int(i / seq), t = int(i % seq);
-  const bool valid = t < clampi(n_queries[b], 0, seq);
-  const int r = valid ? clampi(ctx_row[i], 0, readable_rows - 1) : -1;
-  key[i] = r;
-  if (r >= 0) atomicAdd(&count[r], 1);
-}
-
-__global__ void __launch_bounds__(kScanThreads) ctx_scan(Buckets bk) {
-  __shared__ int warp_total[2][kScanThreads / 32];
-  __shared__ int carry[2];
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  if (tid == 0) carry[0] = carry[1] = 0;
-  __syncthreads();
-  for (int base = 0; base < bk.rows; base += blockDim.x) {
-    const int idx = base + tid;
-    const int c = idx < bk.rows ? bk.count[idx] : 0;
-    const int ch = c > kChunk ? (c + kChunk - 1) / kChunk : 0;
-    int x = c, y = ch;  // inclusive scans inside the warp
-    for (int off = 1; off < 32; off *= 2) {
-      const int xs = __shfl_up_sync(kFull, x, off), ys = __shfl_up_sync(kFull, y, off);
-      if (lane >= off) {
-        x += xs;
-        y += ys;
-      }
-    }
-    if (lane == 31) {
-      warp_total[0][warp] = x;
-      warp_total[1][warp] = y;
-    }
-    __syncthreads();
-    int bx = carry[0], by = carry[1];
-    for (int w = 0; w < warp; ++w) {
-      bx += warp_total[0][w];
-      by += warp_total[1][w];
-    }
-    if (idx < bk.rows) {
-      bk.start[idx] = bx + x - c;
-      bk.chunk_start[idx] = by + y - ch;
-    }
-    __syncthreads();  // carry and the warp totals are read
-    if (tid == int(blockDim.x) - 1) {
-      carry[0] = bx + x;
-      carry[1] = by + y;
-    }
-    __syncthreads();
-  }
-  if (tid == 0) {
-    bk.start[bk.rows] = carry[0];
-    bk.chunk_start[bk.rows] = carry[1];
-  }
-}
-
-__global__ void ctx_fill(std::int64_t n, Buckets bk) {
-  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const int r = bk.key[i];
-  if (r < 0) return;
-  const int slot = atomicAdd(&bk.cursor[r], 1);
-  bk.unsorted[bk.start[r] + slot] = int(i);
-}
-
-__global__ void ctx_rank(std::int64_t n, Buckets bk) {
-  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const int r = bk.key[i];
-  if (r < 0) return;
-  const int s0 = bk.start[r], s1 = bk.start[r + 1];
-  int rank = 0;
-  for (int m = s0; m < s1; ++m) rank += bk.unsorted[m] < i ? 1 : 0;
-  bk.readers[s0 + rank] = int(i);
-}
 
 // Sums readers [begin, end) of the column (g, d) = (col / dh, col % dh) into
 // ak[c], av[c], reader by reader, head by head.
@@ -243,59 +148,51 @@ __global__ void __launch_bounds__(kColThreads) ctx_final(Gather<T> a) {
   }
 }
 
-unsigned blocks_of(std::int64_t n, int threads) {
-  return static_cast<unsigned>((n + threads - 1) / threads);
-}
-
 }  // namespace
 
-void attention_context_grads(const AttentionDims& dims, const Tensor& q, const Tensor& d_o,
-                             std::span<const Tensor> ctx_k, const Tensor& phi,
-                             const AttentionIndex& index, const float* coef_k,
-                             const float* coef_v, const float* dbeta_row,
-                             std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
-                             const Tensor& dphi, const Allocate& alloc, Stream s) {
-  const auto stream = static_cast<cudaStream_t>(s);
+attn::Buckets attn::make_buckets(const AttentionDims& dims, std::span<const Tensor> ctx_k,
+                                const AttentionIndex& index, const Allocate& alloc,
+                                std::vector<Tensor>& memory, Stream s) {
   const std::int64_t n = std::int64_t(dims.batch) * dims.seq;
-  const int n_ctx = static_cast<int>(ctx_k.size());
   std::int64_t rows = 0, readable = INT32_MAX;
   for (const Tensor& c : ctx_k) {
     rows = std::max(rows, c.rows());
     readable = std::min(readable, c.rows());
   }
+  // count, cursor and done are counted into (atomics): one block, one memset.
+  auto ints = [&](std::int64_t count) {
+    memory.push_back(alloc(DType::I32, count, 1));
+    return static_cast<int*>(memory.back().data());
+  };
+  int* c = ints(2 * (rows + 1) + 1);
+  memset_zero(c, memory.back().bytes(), s);
+  Buckets bk;
+  bk.rows = static_cast<int>(rows);
+  bk.n = n;
+  bk.seq = dims.seq;
+  bk.readable = static_cast<int>(readable);
+  bk.n_queries = static_cast<const std::int32_t*>(index.n_queries.data());
+  bk.ctx_row = static_cast<const std::int32_t*>(index.ctx_row.data());
+  bk.count = c;
+  bk.cursor = c + (rows + 1);
+  bk.done = c + 2 * (rows + 1);
+  bk.key = ints(n);
+  bk.start = ints(rows + 1);
+  bk.chunk_start = ints(rows + 1);
+  bk.unsorted = ints(n);
+  bk.readers = ints(n);
+  return bk;
+}
 
-  // count and cursor are counted into (atomics): one block, one memset.
-  const Tensor counters = alloc(DType::I32, 2 * (rows + 1), 1);
-  memset_zero(counters.data(), counters.bytes(), s);
-  const Tensor count = counters.rows_slice(0, rows + 1),
-               cursor = counters.rows_slice(rows + 1, 2 * (rows + 1));
-  const Tensor key = alloc(DType::I32, n, 1), start = alloc(DType::I32, rows + 1, 1),
-               chunk_start = alloc(DType::I32, rows + 1, 1), unsorted = alloc(DType::I32, n, 1),
-               readers = alloc(DType::I32, n, 1);
-  const Buckets bk{static_cast<int>(rows),
-                   static_cast<const int*>(key.data()),
-                   static_cast<int*>(count.data()),
-                   static_cast<int*>(start.data()),
-                   static_cast<int*>(chunk_start.data()),
-                   static_cast<int*>(cursor.data()),
-                   static_cast<int*>(unsorted.data()),
-                   static_cast<int*>(readers.data())};
-  constexpr int kRowThreads = 256;
-  WIOLA_LAUNCH(ctx_count, dim3(blocks_of(n, kRowThreads)), dim3(kRowThreads), 0, stream)(
-      n, dims.seq, static_cast<const std::int32_t*>(index.n_queries.data()),
-      static_cast<const std::int32_t*>(index.ctx_row.data()), static_cast<int>(readable),
-      static_cast<int*>(key.data()), bk.count);
-  // The index of every row read, its key written and counted (read and written).
-  WIOLA_CHECK_LAUNCH("ctx_count", n * 16 + std::int64_t(dims.batch) * 4);
-  WIOLA_LAUNCH(ctx_scan, dim3(1), dim3(kScanThreads), 0, stream)(bk);
-  WIOLA_CHECK_LAUNCH("ctx_scan", (rows + 1) * 12);  // counts read, two offsets written
-  WIOLA_LAUNCH(ctx_fill, dim3(blocks_of(n, kRowThreads)), dim3(kRowThreads), 0, stream)(n, bk);
-  // key, start and the cursor (read and written) per row; its slot written.
-  WIOLA_CHECK_LAUNCH("ctx_fill", n * 20);
-  WIOLA_LAUNCH(ctx_rank, dim3(blocks_of(n, kRowThreads)), dim3(kRowThreads), 0, stream)(n, bk);
-  // Each row scans its bucket (from the L2 cache when rows share one) and
-  // writes its reader slot.
-  WIOLA_CHECK_LAUNCH("ctx_rank", n * 20);
+void attn::attention_context_grads(const AttentionDims& dims, const Tensor& q, const Tensor& d_o,
+                                   std::span<const Tensor> ctx_k, const Tensor& phi,
+                                   const Buckets& bk, const float* coef_k, const float* coef_v,
+                                   const float* dbeta_row, std::span<const Tensor> dctx_k,
+                                   std::span<const Tensor> dctx_v, const Tensor& dphi,
+                                   const Allocate& alloc, Stream s) {
+  const auto stream = static_cast<cudaStream_t>(s);
+  const std::int64_t n = std::int64_t(dims.batch) * dims.seq, rows = bk.rows;
+  const int n_ctx = static_cast<int>(ctx_k.size());
 
   // At most Σ ceil(count / kChunk) over rows with more than kChunk readers
   // < 2n / kChunk chunks.
