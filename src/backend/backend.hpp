@@ -182,6 +182,18 @@ class Backend {
   void linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx, bool accumulate);
   // dw += dyᵀ · x
   void linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw);
+  // The products of a weight stacked from parts, w = [W_0; W_1; ...] with
+  // part_rows[p] rows each: y = x·wᵀ (written; y's columns follow the
+  // parts) and dx = dy·w (written, or added into). By default one product
+  // per part, as if each part were a weight of its own (the data gradient
+  // adds the parts' products in order), which is the CPU's way: OpenBLAS
+  // may sum a larger product in another order, and its results would
+  // change. A device backend runs one product over the whole of w.
+  void linear_fwd_stacked(const Tensor& x, const Tensor& w, std::span<const std::int64_t> part_rows,
+                          const Tensor& y);
+  void linear_bwd_data_stacked(const Tensor& dy, const Tensor& w,
+                               std::span<const std::int64_t> part_rows, const Tensor& dx,
+                               bool accumulate);
 
   // ---- embedding: out[i] = table[tokens[i]] -------------------------------
   // tokens I32 [N, 1] (already validated < V), table [V, d], out [N, d].
@@ -363,6 +375,24 @@ class Backend {
   virtual void do_linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
                                   bool accumulate) = 0;
   virtual void do_linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) = 0;
+  virtual void do_linear_fwd_stacked(const Tensor& x, const Tensor& w,
+                                     std::span<const std::int64_t> part_rows, const Tensor& y) {
+    std::int64_t r0 = 0;
+    for (const std::int64_t rows : part_rows) {
+      do_linear_fwd(x, w.rows_slice(r0, r0 + rows), y.cols_slice(r0, r0 + rows), false);
+      r0 += rows;
+    }
+  }
+  virtual void do_linear_bwd_data_stacked(const Tensor& dy, const Tensor& w,
+                                          std::span<const std::int64_t> part_rows,
+                                          const Tensor& dx, bool accumulate) {
+    std::int64_t r0 = 0;
+    for (const std::int64_t rows : part_rows) {
+      do_linear_bwd_data(dy.cols_slice(r0, r0 + rows), w.rows_slice(r0, r0 + rows), dx,
+                         accumulate || r0 > 0);
+      r0 += rows;
+    }
+  }
   virtual void do_embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) = 0;
   virtual void do_embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) = 0;
   virtual void do_wrmsnorm_fwd(const Tensor& x, const Tensor& gamma, const Tensor& delta,

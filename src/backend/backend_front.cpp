@@ -161,6 +161,46 @@ void Backend::linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& d
   c.run([&] { do_linear_bwd_data(dy, w, dx, accumulate); });
 }
 
+namespace {
+
+// The parts of a stacked weight: positive, and w's rows in all.
+void check_parts(OpChecks& c, std::span<const std::int64_t> part_rows, const Tensor& w) {
+  std::int64_t total = 0;
+  for (const std::int64_t rows : part_rows) {
+    c.require(rows > 0, "a part of ", rows, " rows");
+    total += rows;
+  }
+  c.require(!part_rows.empty() && total == w.rows(), "the parts have ", total,
+            " rows in all but w has ", w.rows());
+}
+
+}  // namespace
+
+void Backend::linear_fwd_stacked(const Tensor& x, const Tensor& w,
+                                 std::span<const std::int64_t> part_rows, const Tensor& y) {
+  OpChecks c(*this, Op::linear_fwd_stacked);
+  c.compute("x", x);
+  c.require(w.cols() == x.cols(), "x is ", dims(x), " but w is ", dims(w), " (w must be [out, ",
+            x.cols(), "])");
+  c.like("w", w, w.rows(), x.cols());
+  c.like("y", y, x.rows(), w.rows());
+  check_parts(c, part_rows, w);
+  c.run([&] { do_linear_fwd_stacked(x, w, part_rows, y); });
+}
+
+void Backend::linear_bwd_data_stacked(const Tensor& dy, const Tensor& w,
+                                      std::span<const std::int64_t> part_rows, const Tensor& dx,
+                                      bool accumulate) {
+  OpChecks c(*this, Op::linear_bwd_data_stacked);
+  c.compute("dy", dy);
+  c.require(w.rows() == dy.cols(), "dy is ", dims(dy), " but w is ", dims(w), " (w must be [",
+            dy.cols(), ", in])");
+  c.like("w", w, dy.cols(), w.cols());
+  c.like("dx", dx, dy.rows(), w.cols());
+  check_parts(c, part_rows, w);
+  c.run([&] { do_linear_bwd_data_stacked(dy, w, part_rows, dx, accumulate); });
+}
+
 void Backend::linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) {
   OpChecks c(*this, Op::linear_bwd_weight);
   c.compute("dy", dy);

@@ -14,7 +14,7 @@ namespace wiola {
 enum class Op : std::uint8_t {
   fill, copy, convert, to_host, from_host, copy_to_host, copy_from_host,
   add, axpy, scale, sum, sum_squares,
-  linear_fwd, linear_bwd_data, linear_bwd_weight,
+  linear_fwd, linear_bwd_data, linear_bwd_weight, linear_fwd_stacked, linear_bwd_data_stacked,
   embedding_fwd, embedding_bwd,
   wrmsnorm_fwd, wrmsnorm_bwd, add_wrmsnorm_fwd,
   srpe_fwd, srpe_bwd,
@@ -50,6 +50,8 @@ inline constexpr std::array kOps = {
     OpInfo{Op::linear_fwd, "linear_fwd", "linear (GEMM)"},
     OpInfo{Op::linear_bwd_data, "linear_bwd_data", "linear (GEMM)"},
     OpInfo{Op::linear_bwd_weight, "linear_bwd_weight", "linear (GEMM)"},
+    OpInfo{Op::linear_fwd_stacked, "linear_fwd_stacked", "linear (GEMM)"},
+    OpInfo{Op::linear_bwd_data_stacked, "linear_bwd_data_stacked", "linear (GEMM)"},
     OpInfo{Op::embedding_fwd, "embedding_fwd", "embedding"},
     OpInfo{Op::embedding_bwd, "embedding_bwd", "embedding"},
     OpInfo{Op::wrmsnorm_fwd, "wrmsnorm_fwd", "norm"},

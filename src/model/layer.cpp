@@ -244,18 +244,18 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
 
   // Products that share an input run as one GEMM over their weights stacked
   // in the parameter buffer: K and V, each summary's context K and V. Q and
-  // the gate logits are two products into the halves of one tensor: as one,
-  // OpenBLAS would run some small models' products above its small-matrix
-  // bound instead of below it, which sums in another order, and the CPU's
-  // results would change (their weight gradient is one product: it keeps its
-  // bits). Every mode runs the same products (query side on xq, key/value
-  // side on xkv), so causal ATM with nothing merged stays plain GCLA bit for
-  // bit.
+  // the gate logits are a stacked product into the halves of one tensor: one
+  // GEMM on a device, two on the CPU (linear_fwd_stacked), whose OpenBLAS
+  // would run some small models' single product above its small-matrix bound
+  // instead of below it, which sums in another order (their weight gradient
+  // is one product everywhere: it keeps its bits). Every mode runs the same
+  // products (query side on xq, key/value side on xkv), so causal ATM with
+  // nothing merged stays plain GCLA bit for bit.
   s.qg = output(N, 2 * hd);
   s.q = s.qg.cols_slice(0, hd);
   s.glog = s.qg.cols_slice(hd, 2 * hd);
-  be_.linear_fwd(xq, w_.wq, s.q, false);
-  be_.linear_fwd(xq, w_.wgate, s.glog, false);
+  const std::int64_t q_and_gate[] = {hd, hd};
+  be_.linear_fwd_stacked(xq, w_.wqg, q_and_gate, s.qg);
   s.kv = output(N, 2 * kvd);
   be_.linear_fwd(xkv, w_.wkv, s.kv, false);
   s.k = s.kv.cols_slice(0, kvd);  // before SRPE: the attention op rotates what it reads
@@ -423,11 +423,11 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   }
 
   linear_weight_grad(be_, defer_, dqg, xq, g_.wqg);
-  // Two products, not one over [wq; wgate] with twice the depth: the sum of
-  // the two keeps the order (and so the bits) it always had on the CPU.
+  // On the CPU two products (dQ·W_q, then + dG·W_gate), not one over twice
+  // the depth: the sum keeps the order (and so the bits) it always had there.
   Tensor dxq = output(N, c_.d);
-  be_.linear_bwd_data(dq, w_.wq, dxq, false);
-  be_.linear_bwd_data(dglog, w_.wgate, dxq, true);
+  const std::int64_t q_and_gate[] = {hd, hd};
+  be_.linear_bwd_data_stacked(dqg, w_.wqg, q_and_gate, dxq, false);
 
   linear_weight_grad(be_, defer_, dkv, xkv, g_.wkv);
   if (plan.kind == PlanKind::Paper) {

@@ -17,8 +17,10 @@ namespace wiola {
 // Views of one layer's parameters (or of their gradients) in a ParamStore.
 // Neighbours in the canonical order are also seen as one matrix, so that the
 // products sharing an input run as one GEMM: wkv = [wk; wv], wckv = [wck;
-// wcv], a_gate_up = [a_gate; a_up], and for the weight gradient only wqg =
-// [wq; wgate] (rows stacked, [out, in]; layer.cpp says why only there).
+// wcv], a_gate_up = [a_gate; a_up] (rows stacked, [out, in]), and wqg =
+// [wq; wgate], one GEMM for the weight gradient everywhere and for the
+// forward and data gradient on a device (linear_fwd_stacked; layer.cpp says
+// why not on the CPU).
 struct LayerWeights {
   Tensor attn_gamma, attn_delta, wq, wk, wv, wck, wcv, wgate, wo, phi;
   Tensor ffn_gamma, ffn_delta, a_gate, a_up, a_down, b_up, b_down, fuse;

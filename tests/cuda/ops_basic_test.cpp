@@ -312,6 +312,57 @@ WIOLA_DEVICE_OP_TEST(CudaLinearOps, ForwardAndBothBackwardsOnStridedViews,
   expect_close("linear_bwd_weight (fp32 accumulate)", dw, {1e-5, 1e-5});
 }
 
+// A weight stacked from parts ([W_q; W_gate] in the layer): the device runs
+// one product over the whole of it, the CPU one per part (the bits each part
+// has as a weight of its own), and both agree within the product's bounds.
+WIOLA_DEVICE_OP_TEST(CudaLinearOps, StackedWeightsOneProductOnTheDeviceOnePerPartOnTheCpu,
+                     Op::linear_fwd_stacked, Op::linear_bwd_data_stacked) {
+  const int n = 45, in = 96, top = 40, bottom = 24;
+  const std::int64_t parts[] = {top, bottom};
+  Pair xw = input(n, in + 16, 21), w = input(top + bottom, in, 22);
+  Pair dyw = input(n, top + bottom + 8, 23);
+  const Pair x = cols(xw, 16, in + 16), dy = cols(dyw, 8, top + bottom + 8);
+  const Tolerance t = tol({1e-5, 1e-5}, {2e-2, 8e-3});
+
+  Pair y = output(n, top + bottom);
+  cpu().linear_fwd_stacked(x.ref, w.ref, parts, y.ref);
+  dev().linear_fwd_stacked(x.dev, w.dev, parts, y.dev);
+  expect_close("linear_fwd_stacked", y, t);
+  const Tensor y_one = dev().alloc(dtype(), n, top + bottom), y_parts = cpu().alloc(DType::F64, n, top + bottom);
+  dev().linear_fwd(x.dev, w.dev, y_one, false);
+  expect_same_bits(dev(), y.dev, y_one, "the device's stacked product against one linear_fwd");
+  cpu().linear_fwd(x.ref, w.ref.rows_slice(0, top), y_parts.cols_slice(0, top), false);
+  cpu().linear_fwd(x.ref, w.ref.rows_slice(top, top + bottom), y_parts.cols_slice(top, top + bottom),
+                   false);
+  EXPECT_EQ(read(cpu(), y.ref), read(cpu(), y_parts)) << "the CPU's stacked product is not its parts'";
+
+  for (const bool accumulate : {false, true}) {
+    SCOPED_TRACE(accumulate ? "added into dx" : "dx written");
+    Pair dx = output(n, in);
+    same_start(dx, random_vector(std::size_t(n) * in, 24));
+    const std::vector<double> start = read(cpu(), dx.ref);
+    cpu().linear_bwd_data_stacked(dy.ref, w.ref, parts, dx.ref, accumulate);
+    dev().linear_bwd_data_stacked(dy.dev, w.dev, parts, dx.dev, accumulate);
+    expect_close("linear_bwd_data_stacked", dx, t);
+    const Tensor dx_parts = cpu().alloc(DType::F64, n, in);
+    if (accumulate) write(cpu(), dx_parts, start);
+    cpu().linear_bwd_data(dy.ref.cols_slice(0, top), w.ref.rows_slice(0, top), dx_parts, accumulate);
+    cpu().linear_bwd_data(dy.ref.cols_slice(top, top + bottom), w.ref.rows_slice(top, top + bottom),
+                          dx_parts, true);
+    EXPECT_EQ(read(cpu(), dx.ref), read(cpu(), dx_parts)) << "the CPU's stacked product is not its parts'";
+  }
+
+  const std::int64_t short_parts[] = {top, bottom - 1};
+  try {
+    dev().linear_fwd_stacked(x.dev, w.dev, short_parts, y.dev);
+    ADD_FAILURE() << "parts short of w's rows accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("linear_fwd_stacked: the parts have 63 rows in all but w has 64"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 WIOLA_DEVICE_OP_TEST(CudaOptimizerOps, AdamWOnFp32MasterWeights, Op::adamw_step) {
   const int n = 1000;
   Pair p = input_as(DType::F32, 1, n, random_vector(n, 16));

@@ -137,6 +137,8 @@ void CudaBackend::note_operand_bytes(Op op, std::int64_t bytes) {
     case Op::linear_fwd:
     case Op::linear_bwd_data:
     case Op::linear_bwd_weight:
+    case Op::linear_fwd_stacked:
+    case Op::linear_bwd_data_stacked:
     case Op::to_host:
     case Op::from_host:
     case Op::copy_to_host:
@@ -280,6 +282,17 @@ void CudaBackend::do_linear_bwd_data(const Tensor& dy, const Tensor& w, const Te
                                      bool accumulate) {
   blas_->gemm(false, false, dy.rows(), w.cols(), dy.cols(), 1.0f, view_of(dy), view_of(w),
               accumulate ? 1.0f : 0.0f, dx.data(), dx.dtype(), dx.ld());
+}
+
+void CudaBackend::do_linear_fwd_stacked(const Tensor& x, const Tensor& w,
+                                        std::span<const std::int64_t>, const Tensor& y) {
+  do_linear_fwd(x, w, y, false);
+}
+
+void CudaBackend::do_linear_bwd_data_stacked(const Tensor& dy, const Tensor& w,
+                                             std::span<const std::int64_t>, const Tensor& dx,
+                                             bool accumulate) {
+  do_linear_bwd_data(dy, w, dx, accumulate);
 }
 
 void CudaBackend::do_linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) {

@@ -59,6 +59,12 @@ class CudaBackend final : public Backend {
   void do_linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
                           bool accumulate) override;
   void do_linear_bwd_weight(const Tensor& dy, const Tensor& x, const Tensor& dw) override;
+  // One product over the whole stacked weight.
+  void do_linear_fwd_stacked(const Tensor& x, const Tensor& w,
+                             std::span<const std::int64_t> part_rows, const Tensor& y) override;
+  void do_linear_bwd_data_stacked(const Tensor& dy, const Tensor& w,
+                                  std::span<const std::int64_t> part_rows, const Tensor& dx,
+                                  bool accumulate) override;
 
   void do_embedding_fwd(const Tensor& tokens, const Tensor& table, const Tensor& out) override;
   void do_embedding_bwd(const Tensor& tokens, const Tensor& dout, const Tensor& dtable) override;
