@@ -338,6 +338,76 @@ TEST(Attention, GradientsAreWrittenNotAdded) {
   }
 }
 
+// SRPE taken by the op (AttentionRotary) is, on the CPU, srpe_fwd of Q in
+// place and of K into a tensor of its own before the forward, and srpe_bwd
+// of dQ and dK after the backward: the same bits as those ops, in fp32,
+// with the keys' positions other than the queries'. K is left as it was.
+TEST(Attention, SrpeTakenByTheOpIsTheSeparateOps) {
+  auto be = make_cpu_backend();
+  const DType dt = DType::F32;
+  for (const AttnCase& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const int T = c.dims.seq, half = c.dims.head_dim / 2;
+    std::vector<std::int32_t> pq, pk;
+    for (std::int64_t i = 0; i < c.n(); ++i) {
+      pq.push_back(static_cast<std::int32_t>(i % T));
+      pk.push_back(static_cast<std::int32_t>(T - 1 - i % T));
+    }
+    const AttentionRotary rotary{upload_index(*be, pq), upload_index(*be, pk),
+                                 upload(*be, dt, T, half, random_vector(T * half, 31)),
+                                 upload(*be, dt, T, half, random_vector(T * half, 32)),
+                                 RotaryPairs::Half};
+    const AttnInputs in = random_inputs(c, 33);
+    const auto d_o = random_vector(c.n() * c.qw(), 34);
+    const int dh = c.dims.head_dim;
+
+    const AttnTensors fused = upload_case(*be, dt, c, in), apart = upload_case(*be, dt, c, in);
+    const FwdTensors ff = alloc_fwd(*be, dt, c), fa = alloc_fwd(*be, dt, c);
+    be->attention_fwd(c.dims, fused.q, fused.k, fused.v, fused.ck, fused.cv, fused.phi,
+                      fused.index, ff.o, ff.os, ff.oc, ff.ls, ff.lc, AttentionGate{}, rotary);
+    be->srpe_fwd(apart.q, rotary.pos_q, rotary.cos_tab, rotary.sin_tab, dh, rotary.pairs, apart.q);
+    const Tensor kr = be->alloc(dt, c.n(), c.kw());
+    be->srpe_fwd(apart.k, rotary.pos_kv, rotary.cos_tab, rotary.sin_tab, dh, rotary.pairs, kr);
+    forward(*be, c, AttnTensors{apart.q, kr, apart.v, apart.phi, apart.ck, apart.cv, apart.index},
+            fa);
+    EXPECT_TRUE(bit_identical(read(*be, fused.q), read(*be, apart.q))) << "q";
+    EXPECT_TRUE(bit_identical(read(*be, fused.k), read(*be, apart.k))) << "k was written";
+    for (const auto& [x, y] : {std::pair{ff.o, fa.o}, {ff.os, fa.os}, {ff.oc, fa.oc},
+                               {ff.ls, fa.ls}, {ff.lc, fa.lc}})
+      EXPECT_TRUE(bit_identical(read(*be, x), read(*be, y))) << "forward outputs";
+
+    auto grads = [&](bool rotated, const Tensor& k, const FwdTensors& f, const AttnTensors& t) {
+      Tensor dq = be->alloc(dt, c.n(), c.qw()), dk = be->alloc(dt, c.n(), c.kw()),
+             dv = be->alloc(dt, c.n(), c.kw()), dphi = be->alloc(dt, 1, 1);
+      std::vector<Tensor> dck, dcv;
+      for (int x = 0; x < c.n_ctx; ++x) {
+        dck.push_back(be->alloc(dt, c.ctx_rows, c.kw()));
+        dcv.push_back(be->alloc(dt, c.ctx_rows, c.kw()));
+      }
+      be->attention_bwd(c.dims, t.q, k, t.v, t.ck, t.cv, t.phi, t.index, f.os, f.oc, f.ls, f.lc,
+                        upload(*be, dt, c.n(), c.qw(), d_o), dq, dk, dv, dck, dcv, dphi,
+                        AttentionGateGrad{}, rotated ? rotary : AttentionRotary{});
+      if (!rotated) {
+        be->srpe_bwd(dq, rotary.pos_q, rotary.cos_tab, rotary.sin_tab, dh, rotary.pairs, dq);
+        be->srpe_bwd(dk, rotary.pos_kv, rotary.cos_tab, rotary.sin_tab, dh, rotary.pairs, dk);
+      }
+      std::vector<double> all = read(*be, dq);
+      std::vector<const Tensor*> rest{&dk, &dv, &dphi};
+      for (int x = 0; x < c.n_ctx; ++x) {
+        rest.push_back(&dck[std::size_t(x)]);
+        rest.push_back(&dcv[std::size_t(x)]);
+      }
+      for (const Tensor* g : rest) {
+        const std::vector<double> v = read(*be, *g);
+        all.insert(all.end(), v.begin(), v.end());
+      }
+      return all;
+    };
+    EXPECT_TRUE(bit_identical(grads(true, fused.k, ff, fused), grads(false, kr, fa, apart)))
+        << "gradients";
+  }
+}
+
 TEST(Attention, Fp32BackwardAgreesWithFp64) {
   auto be = make_cpu_backend();
   for (const AttnCase& c : cases()) {
