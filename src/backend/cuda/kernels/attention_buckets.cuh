@@ -39,6 +39,7 @@ struct Buckets {
   int* count = nullptr;        // [rows + 1]: zeroed
   int* cursor = nullptr;       // [rows + 1]: zeroed
   int* done = nullptr;         // [1]: count blocks finished; zeroed
+  int* chunks_done = nullptr;  // [rows + 1]: the gather's chunk blocks finished per row; zeroed
   int* start = nullptr;        // [rows + 1]
   int* chunk_start = nullptr;  // [rows + 1]: first chunk of each row (rows with <= kChunk readers: none)
   int* unsorted = nullptr;     // [n]

@@ -8,14 +8,17 @@
 // is gathered per row from the list of its readers in ascending order
 // (the buckets of attention_buckets.cuh, built inside the backward's earlier
 // launches), never scattered with floating-point atomics:
-//   ctx_partial one block per chunk of kChunk readers of a row with more than
-//               kChunk readers: partial sums, threads over the (g, d) columns;
-//   ctx_final   one block per context row: a row with <= kChunk readers sums
-//               them directly, a longer one adds its chunks' partial sums in
-//               order; writes every row (zero when nobody reads it). One
-//               more block, which needs nothing the others write, makes dphi:
-//               dphi += β(1 − β) Σ_rows dbeta_row, summed in double in a
-//               fixed tree (its own launch before, one fewer now).
+// one launch, ctx_gather, with three kinds of blocks:
+//   - one per chunk of kChunk readers of a row with more than kChunk
+//     readers: partial sums, threads over the (g, d) columns. The last of a
+//     row's chunk blocks to finish (a counter per row, after a memory fence)
+//     adds the row's partial sums in chunk order and writes the row;
+//   - one per context row: a row with <= kChunk readers sums them directly
+//     and writes the row (zero when nobody reads it); a longer one is left to
+//     its last chunk block;
+//   - one more, which needs nothing the others write, makes dphi:
+//     dphi += β(1 − β) Σ_rows dbeta_row, summed in double in a fixed tree.
+// (The chunks and the rows were two launches before, and dphi a third.)
 #include <vector>
 
 #include "backend/cuda/kernels/attention_buckets.cuh"
@@ -43,6 +46,7 @@ struct Gather {
   const int* chunk_start;
   const int* readers;
   float* partials;  // [chunks, n_ctx, 2, Hkv*dh]
+  int* chunks_done;  // [rows]: a row's chunk blocks finished; zeroed
   T* dctx_k[kMaxCtx];
   std::int64_t ld_dk[kMaxCtx];
   T* dctx_v[kMaxCtx];
@@ -76,10 +80,41 @@ __device__ void gather(const Gather<T>& a, int begin, int end, int col, float* a
   }
 }
 
+// Writes context row r's gradients of column col from the sums ak, av.
 template <class T>
-__global__ void __launch_bounds__(kColThreads) ctx_partial(Gather<T> a) {
-  const int chunk = blockIdx.x;
-  if (chunk >= a.chunk_start[a.rows]) return;
+__device__ void write_row(const Gather<T>& a, int r, int col, const float* ak, const float* av) {
+  for (int c = 0; c < kMaxCtx; ++c) {
+    if (c >= a.n_ctx) break;
+    if (r >= a.ctx_rows[c]) continue;
+    a.dctx_k[c][r * a.ld_dk[c] + col] = from_float<T>(ak[c]);
+    a.dctx_v[c][r * a.ld_dv[c] + col] = from_float<T>(av[c]);
+  }
+}
+
+// Row r's chunks' partial sums added in chunk order, and the row written.
+// Read through volatile: other blocks wrote them in this launch.
+template <class T>
+__device__ void finish_chunked_row(const Gather<T>& a, int r) {
+  const int width = a.kv_heads * a.head_dim;
+  const volatile float* partials = a.partials;
+  for (int col = threadIdx.x; col < width; col += blockDim.x) {
+    float ak[kMaxCtx] = {}, av[kMaxCtx] = {};
+    for (int chunk = a.chunk_start[r]; chunk < a.chunk_start[r + 1]; ++chunk)
+      for (int c = 0; c < kMaxCtx; ++c) {
+        if (c >= a.n_ctx) break;
+        const volatile float* p = partials + ((std::int64_t(chunk) * a.n_ctx + c) * 2) * width;
+        ak[c] += p[col];
+        av[c] += p[width + col];
+      }
+    write_row(a, r, col, ak, av);
+  }
+}
+
+// A chunk block: the partial sums of chunk `chunk`; the row's last one to
+// finish writes the row.
+template <class T>
+__device__ void chunk_block(const Gather<T>& a, int chunk) {
+  __shared__ int last;
   int lo = 0, hi = a.rows;  // the row owning the chunk: chunk_start[lo] <= chunk < chunk_start[hi]
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
@@ -101,6 +136,14 @@ __global__ void __launch_bounds__(kColThreads) ctx_partial(Gather<T> a) {
       p[width + col] = av[c];
     }
   }
+  __threadfence();  // the partial sums are visible before the block counts itself done
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int chunks = a.chunk_start[lo + 1] - a.chunk_start[lo];
+    last = atomicAdd(&a.chunks_done[lo], 1) == chunks - 1 ? 1 : 0;
+  }
+  __syncthreads();
+  if (last) finish_chunked_row(a, lo);
 }
 
 template <class T>
@@ -115,36 +158,27 @@ __device__ void add_dphi(const Gather<T>& a, double* scratch) {
   }
 }
 
+// Blocks [0, max_chunks): chunks (those past the last chunk return); then
+// one per context row; then dphi's.
 template <class T>
-__global__ void __launch_bounds__(kColThreads) ctx_final(Gather<T> a) {
+__global__ void __launch_bounds__(kColThreads) ctx_gather(Gather<T> a, int max_chunks) {
   __shared__ double scratch[32];
-  const int r = blockIdx.x;
-  if (r == a.rows) {  // the extra block (block-uniform: its barriers are safe)
+  const int block = blockIdx.x;
+  if (block < max_chunks) {  // block-uniform branches: their barriers are safe
+    if (block < a.chunk_start[a.rows]) chunk_block(a, block);
+    return;
+  }
+  const int r = block - max_chunks;
+  if (r == a.rows) {
     add_dphi(a, scratch);
     return;
   }
   const int s0 = a.start[r], s1 = a.start[r + 1];
-  const bool chunked = s1 - s0 > kChunk;
-  const int width = a.kv_heads * a.head_dim;
-  for (int col = threadIdx.x; col < width; col += blockDim.x) {
+  if (s1 - s0 > kChunk) return;  // written by its last chunk block
+  for (int col = threadIdx.x; col < a.kv_heads * a.head_dim; col += blockDim.x) {
     float ak[kMaxCtx] = {}, av[kMaxCtx] = {};
-    if (!chunked) {
-      gather(a, s0, s1, col, ak, av);
-    } else {
-      for (int chunk = a.chunk_start[r]; chunk < a.chunk_start[r + 1]; ++chunk)
-        for (int c = 0; c < kMaxCtx; ++c) {
-          if (c >= a.n_ctx) break;
-          const float* p = a.partials + ((std::int64_t(chunk) * a.n_ctx + c) * 2) * width;
-          ak[c] += p[col];
-          av[c] += p[width + col];
-        }
-    }
-    for (int c = 0; c < kMaxCtx; ++c) {
-      if (c >= a.n_ctx) break;
-      if (r >= a.ctx_rows[c]) continue;
-      a.dctx_k[c][r * a.ld_dk[c] + col] = from_float<T>(ak[c]);
-      a.dctx_v[c][r * a.ld_dv[c] + col] = from_float<T>(av[c]);
-    }
+    gather(a, s0, s1, col, ak, av);
+    write_row(a, r, col, ak, av);
   }
 }
 
@@ -159,12 +193,13 @@ attn::Buckets attn::make_buckets(const AttentionDims& dims, std::span<const Tens
     rows = std::max(rows, c.rows());
     readable = std::min(readable, c.rows());
   }
-  // count, cursor and done are counted into (atomics): one block, one memset.
+  // count, cursor and the done counters are counted into (atomics): one
+  // block, one memset.
   auto ints = [&](std::int64_t count) {
     memory.push_back(alloc(DType::I32, count, 1));
     return static_cast<int*>(memory.back().data());
   };
-  int* c = ints(2 * (rows + 1) + 1);
+  int* c = ints(3 * (rows + 1) + 1);
   memset_zero(c, memory.back().bytes(), s);
   Buckets bk;
   bk.rows = static_cast<int>(rows);
@@ -175,7 +210,8 @@ attn::Buckets attn::make_buckets(const AttentionDims& dims, std::span<const Tens
   bk.ctx_row = static_cast<const std::int32_t*>(index.ctx_row.data());
   bk.count = c;
   bk.cursor = c + (rows + 1);
-  bk.done = c + 2 * (rows + 1);
+  bk.chunks_done = c + 2 * (rows + 1);
+  bk.done = c + 3 * (rows + 1);
   bk.key = ints(n);
   bk.start = ints(rows + 1);
   bk.chunk_start = ints(rows + 1);
@@ -229,17 +265,17 @@ void attn::attention_context_grads(const AttentionDims& dims, const Tensor& q, c
     a.dbeta_row = dbeta_row;
     a.n = n;
     a.dphi = static_cast<float*>(dphi.data());
-    WIOLA_LAUNCH(ctx_partial<T>, dim3(unsigned(max_chunks)), dim3(kColThreads), 0, stream)(a);
-    // At most every chunk's partial sums written (the gathers: ctx_final).
-    WIOLA_CHECK_LAUNCH("ctx_partial", bytes_of(partials));
-    WIOLA_LAUNCH(ctx_final<T>, dim3(unsigned(rows + 1)), dim3(kColThreads), 0, stream)(a);
-    // Every reader's q, dO and coefficients gathered once (here or in
-    // ctx_partial), the partials read back, every context row's gradients
-    // written; dβ of every row read and dphi read and written.
+    a.chunks_done = bk.chunks_done;
+    WIOLA_LAUNCH(ctx_gather<T>, dim3(unsigned(max_chunks + rows + 1)), dim3(kColThreads), 0,
+                 stream)(a, static_cast<int>(max_chunks));
+    // Every reader's q, dO and coefficients gathered once (by a chunk's or a
+    // row's block), at most every chunk's partial sums written and read back,
+    // the rows' chunk counters, every context row's gradients written; dβ of
+    // every row read and dphi read and written.
     const std::int64_t coefs = 2 * n * dims.heads * n_ctx * 4,
                        grads = 2 * std::int64_t(n_ctx) * rows * width * sizeof(T);
-    WIOLA_CHECK_LAUNCH("ctx_final", bytes_of(q) + bytes_of(d_o) + coefs + n * 4 +
-                                        bytes_of(partials) + grads + n * 4 + 8);
+    WIOLA_CHECK_LAUNCH("ctx_gather", bytes_of(q) + bytes_of(d_o) + coefs + n * 4 +
+                                         2 * bytes_of(partials) + rows * 8 + grads + n * 4 + 8);
   };
   with_compute_type(q.dtype(), run);
 }
