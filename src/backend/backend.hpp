@@ -126,6 +126,12 @@ class Backend {
   // communicator that orders its transfers after them; nullptr when there is
   // none (the CPU, the emulated CUDA backend of the tests).
   virtual void* native_stream() const { return nullptr; }
+  // Whether the attention op takes SRPE (AttentionRotary) for less than the
+  // separate srpe ops cost: true where its kernels rotate Q and K as they
+  // read them (CUDA). By default it composes those ops and, K being passed
+  // unrotated to both passes, rotates K twice, so a caller runs srpe_fwd
+  // and srpe_bwd itself instead (the CPU).
+  virtual bool attention_takes_srpe() const { return false; }
 
   // Memory this backend holds for tensors now, and the most it ever held (bytes).
   struct MemoryStats {

@@ -258,8 +258,15 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   be_.linear_fwd_stacked(xq, w_.wqg, q_and_gate, s.qg);
   s.kv = output(N, 2 * kvd);
   be_.linear_fwd(xkv, w_.wkv, s.kv, false);
-  s.k = s.kv.cols_slice(0, kvd);  // before SRPE: the attention op rotates what it reads
+  s.k = s.kv.cols_slice(0, kvd);
   s.v = s.kv.cols_slice(kvd, 2 * kvd);
+  // SRPE: inside the attention op where its kernels rotate as they read (Q
+  // rotated in place, K left as its product wrote it), else passes of its own.
+  const bool fused_srpe = be_.attention_takes_srpe();
+  if (!fused_srpe) {
+    be_.srpe_fwd(s.q, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.q);
+    be_.srpe_fwd(s.k, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, s.k);
+  }
 
   context_kv(ctx, s);
 
@@ -271,9 +278,9 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   s.lse_self = output_stats(N, c_.H);
   s.lse_ctx = output_stats(N, c_.H);
   s.y = output(N, hd);  // σ(G) ⊙ O, made by the attention op
-  // The op applies SRPE too: Q rotated in place, K rotated as it is read.
   be_.attention_fwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o, s.o_self,
-                    s.o_ctx, s.lse_self, s.lse_ctx, AttentionGate{s.glog, s.y}, srpe(plan));
+                    s.o_ctx, s.lse_self, s.lse_ctx, AttentionGate{s.glog, s.y},
+                    fused_srpe ? srpe(plan) : AttentionRotary{});
   return output_projection(s.y);
 }
 
@@ -391,6 +398,7 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   const DevicePlan& plan = *s.plan;
   const std::int64_t N = da.rows();
   const int dh = c_.head_dim();
+  const bool fused_srpe = be_.attention_takes_srpe();  // as in the forward
   const std::int64_t hd = std::int64_t(c_.H) * dh, kvd = std::int64_t(c_.Hkv) * dh;
   const Tensor& xq = plan.kind == PlanKind::Paper ? s.xm : s.xn;
   const Tensor& xkv = plan.kind == PlanKind::Plain ? s.xn : s.xm;
@@ -414,12 +422,18 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   const AttentionDims dims{s.batch, s.seq, c_.H, c_.Hkv, dh};
   be_.attention_bwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o_self, s.o_ctx,
                     s.lse_self, s.lse_ctx, d_o, dq, dk, dv, dck, dcv, g_.phi,
-                    AttentionGateGrad{s.glog, s.o, dyv, dglog}, srpe(plan));
+                    AttentionGateGrad{s.glog, s.o, dyv, dglog},
+                    fused_srpe ? srpe(plan) : AttentionRotary{});
 
   // Context projections: gradients into the summaries and their weights.
   for (std::size_t c = 0; c < ctx.size(); ++c) {
     linear_weight_grad(be_, defer_, dckv[c], ctx[c], g_.wckv);
     be_.linear_bwd_data(dckv[c], w_.wckv, dctx[c], true);
+  }
+
+  if (!fused_srpe) {
+    be_.srpe_bwd(dq, plan.pos_q, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dq);
+    be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dk);
   }
 
   linear_weight_grad(be_, defer_, dqg, xq, g_.wqg);

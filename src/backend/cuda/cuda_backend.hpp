@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
                         const Tensor& dq, const Tensor& dk, const Tensor& dv,
                         std::span<const Tensor> dctx_k, std::span<const Tensor> dctx_v,
                         const Tensor& dphi) override;
+  bool attention_takes_srpe() const override { return true; }
   // The gate in the forward kernel's epilogue and in the backward's first
   // pass; SRPE in the forward's Q and K loads and the backward's dQ and dK
   // epilogues.
