@@ -140,28 +140,23 @@ void Backend::sum_squares(const Tensor& x, const Tensor& acc) {
 
 // ---- linear -------------------------------------------------------------------------
 
-void Backend::linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) {
-  OpChecks c(*this, Op::linear_fwd);
+namespace {
+
+// y = x·wᵀ and dx = dy·w, whole or over a stacked w.
+void check_linear_fwd(OpChecks& c, const Tensor& x, const Tensor& w, const Tensor& y) {
   c.compute("x", x);
   c.require(w.cols() == x.cols(), "x is ", dims(x), " but w is ", dims(w), " (w must be [out, ",
             x.cols(), "])");
   c.like("w", w, w.rows(), x.cols());
   c.like("y", y, x.rows(), w.rows());
-  c.run([&] { do_linear_fwd(x, w, y, accumulate); });
 }
-
-void Backend::linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
-                              bool accumulate) {
-  OpChecks c(*this, Op::linear_bwd_data);
+void check_linear_bwd_data(OpChecks& c, const Tensor& dy, const Tensor& w, const Tensor& dx) {
   c.compute("dy", dy);
   c.require(w.rows() == dy.cols(), "dy is ", dims(dy), " but w is ", dims(w), " (w must be [",
             dy.cols(), ", in])");
   c.like("w", w, dy.cols(), w.cols());
   c.like("dx", dx, dy.rows(), w.cols());
-  c.run([&] { do_linear_bwd_data(dy, w, dx, accumulate); });
 }
-
-namespace {
 
 // The parts of a stacked weight: positive, and w's rows in all.
 void check_parts(OpChecks& c, std::span<const std::int64_t> part_rows, const Tensor& w) {
@@ -176,14 +171,23 @@ void check_parts(OpChecks& c, std::span<const std::int64_t> part_rows, const Ten
 
 }  // namespace
 
+void Backend::linear_fwd(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) {
+  OpChecks c(*this, Op::linear_fwd);
+  check_linear_fwd(c, x, w, y);
+  c.run([&] { do_linear_fwd(x, w, y, accumulate); });
+}
+
+void Backend::linear_bwd_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
+                              bool accumulate) {
+  OpChecks c(*this, Op::linear_bwd_data);
+  check_linear_bwd_data(c, dy, w, dx);
+  c.run([&] { do_linear_bwd_data(dy, w, dx, accumulate); });
+}
+
 void Backend::linear_fwd_stacked(const Tensor& x, const Tensor& w,
                                  std::span<const std::int64_t> part_rows, const Tensor& y) {
   OpChecks c(*this, Op::linear_fwd_stacked);
-  c.compute("x", x);
-  c.require(w.cols() == x.cols(), "x is ", dims(x), " but w is ", dims(w), " (w must be [out, ",
-            x.cols(), "])");
-  c.like("w", w, w.rows(), x.cols());
-  c.like("y", y, x.rows(), w.rows());
+  check_linear_fwd(c, x, w, y);
   check_parts(c, part_rows, w);
   c.run([&] { do_linear_fwd_stacked(x, w, part_rows, y); });
 }
@@ -192,11 +196,7 @@ void Backend::linear_bwd_data_stacked(const Tensor& dy, const Tensor& w,
                                       std::span<const std::int64_t> part_rows, const Tensor& dx,
                                       bool accumulate) {
   OpChecks c(*this, Op::linear_bwd_data_stacked);
-  c.compute("dy", dy);
-  c.require(w.rows() == dy.cols(), "dy is ", dims(dy), " but w is ", dims(w), " (w must be [",
-            dy.cols(), ", in])");
-  c.like("w", w, dy.cols(), w.cols());
-  c.like("dx", dx, dy.rows(), w.cols());
+  check_linear_bwd_data(c, dy, w, dx);
   check_parts(c, part_rows, w);
   c.run([&] { do_linear_bwd_data_stacked(dy, w, part_rows, dx, accumulate); });
 }

@@ -186,6 +186,28 @@ class CudaAttention : public DeviceOpTest {
                      s.lse_self, s.lse_ctx, s.d_o, s.dq, s.dk, s.dv, s.dctx_k, s.dctx_v, s.dphi);
   }
 
+  // Every output and gradient buffer of two device runs holds the same bits
+  // (whole buffers: nothing beside the views written); `how` ends the message.
+  void expect_same_outputs(const Run& x, const Run& y, const char* how) {
+    auto same = [&](const char* what, const Tensor& a, const Tensor& b) {
+      EXPECT_EQ(read(dev(), a), read(dev(), b)) << what << " differs " << how;
+    };
+    same("o", x.o.p.dev, y.o.p.dev);
+    same("o_self", x.o_self.p.dev, y.o_self.p.dev);
+    same("o_ctx", x.o_ctx.p.dev, y.o_ctx.p.dev);
+    same("lse_self", x.lse_self.p.dev, y.lse_self.p.dev);
+    same("lse_ctx", x.lse_ctx.p.dev, y.lse_ctx.p.dev);
+    same("d_o", x.d_o.p.dev, y.d_o.p.dev);
+    same("dq", x.dq.p.dev, y.dq.p.dev);
+    same("dk", x.dk.p.dev, y.dk.p.dev);
+    same("dv", x.dv.p.dev, y.dv.p.dev);
+    for (std::size_t i = 0; i < x.dctx_k.size(); ++i) {
+      same("dctx_k", x.dctx_k[i].p.dev, y.dctx_k[i].p.dev);
+      same("dctx_v", x.dctx_v[i].p.dev, y.dctx_v[i].p.dev);
+    }
+    same("dphi", x.dphi.dev, y.dphi.dev);
+  }
+
   // Runs case c forward and backward on both backends and compares
   // everything by the tolerances of the test's dtype.
   void check(const Case& c) {
@@ -370,19 +392,7 @@ TEST_P(CudaAttention, TwoRunsGiveTheSameBits) {
   Run second = prepare(c);
   forward(dev(), second.dims, second.dev);
   backward(dev(), second.dims, second.dev);
-  auto same = [&](const char* what, const Tensor& a, const Tensor& b) {
-    EXPECT_EQ(read(dev(), a), read(dev(), b)) << what << " differs between two runs";
-  };
-  same("o", first.o.dev, second.o.dev);
-  same("lse_self", first.lse_self.dev, second.lse_self.dev);
-  same("dq", first.dq.dev, second.dq.dev);
-  same("dk", first.dk.dev, second.dk.dev);
-  same("dv", first.dv.dev, second.dv.dev);
-  for (int i = 0; i < c.n_ctx; ++i) {
-    same("dctx_k", first.dctx_k[i].dev, second.dctx_k[i].dev);
-    same("dctx_v", first.dctx_v[i].dev, second.dctx_v[i].dev);
-  }
-  same("dphi", first.dphi.dev, second.dphi.dev);
+  expect_same_outputs(first, second, "between two runs");
 }
 
 // The output gate taken by the attention op (AttentionGate, AttentionGateGrad)
@@ -411,20 +421,10 @@ TEST_P(CudaAttention, TheGateInTheAttentionPassHasTheElementwiseOpsBits) {
   dev().sigmoid_mul_bwd(glog.dev, a.o, dy.dev, dg2.dev, a.d_o);
   backward(dev(), apart.dims, a);
 
-  auto same = [&](const char* what, const Tensor& x, const Tensor& z) {
-    EXPECT_EQ(read(dev(), x), read(dev(), z)) << what << " differs from the separate ops'";
-  };
-  same("y", y1.p.dev, y2.p.dev);  // whole buffers: nothing beside the views written
-  same("o", fused.o.p.dev, apart.o.p.dev);
-  same("lse_self", fused.lse_self.dev, apart.lse_self.dev);
-  same("d_o", fused.d_o.p.dev, apart.d_o.p.dev);
-  same("dglog", dg1.p.dev, dg2.p.dev);
-  same("dq", fused.dq.p.dev, apart.dq.p.dev);
-  same("dk", fused.dk.p.dev, apart.dk.p.dev);
-  same("dv", fused.dv.p.dev, apart.dv.p.dev);
-  same("dctx_k", fused.dctx_k[0].dev, apart.dctx_k[0].dev);
-  same("dctx_v", fused.dctx_v[0].dev, apart.dctx_v[0].dev);
-  same("dphi", fused.dphi.dev, apart.dphi.dev);
+  EXPECT_EQ(read(dev(), y1.p.dev), read(dev(), y2.p.dev)) << "y differs from the separate ops'";
+  EXPECT_EQ(read(dev(), dg1.p.dev), read(dev(), dg2.p.dev))
+      << "dglog differs from the separate ops'";
+  expect_same_outputs(fused, apart, "from the separate ops'");
 }
 
 // SRPE taken by the attention op (AttentionRotary) gives the bits of
@@ -476,27 +476,16 @@ TEST_P(CudaAttention, SrpeInTheAttentionPassHasTheSrpeOpsBits) {
     dev().srpe_bwd(a.dq, pos_q.dev, cos_tab.dev, sin_tab.dev, dh, pairs, a.dq);
     dev().srpe_bwd(a.dk, pos_kv.dev, cos_tab.dev, sin_tab.dev, dh, pairs, a.dk);
 
-    auto same = [&](const char* what, const Tensor& x, const Tensor& z) {
-      EXPECT_EQ(read(dev(), x), read(dev(), z)) << what << " differs from the separate ops'";
-    };
     // Whole buffers: nothing beside the views written.
-    same("q, rotated in place", fused.q.p.dev, apart.q.p.dev);
+    EXPECT_EQ(read(dev(), fused.q.p.dev), read(dev(), apart.q.p.dev))
+        << "q, rotated in place, differs from the separate ops'";
     EXPECT_EQ(read(dev(), fused.k.p.dev), k_before) << "k was written";
-    same("o", fused.o.p.dev, apart.o.p.dev);
-    same("o_self", fused.o_self.p.dev, apart.o_self.p.dev);
-    same("o_ctx", fused.o_ctx.p.dev, apart.o_ctx.p.dev);
-    same("lse_self", fused.lse_self.dev, apart.lse_self.dev);
-    same("lse_ctx", fused.lse_ctx.dev, apart.lse_ctx.dev);
     if (gated) {
-      same("y", y1.p.dev, y2.p.dev);
-      same("dglog", dg1.p.dev, dg2.p.dev);
+      EXPECT_EQ(read(dev(), y1.p.dev), read(dev(), y2.p.dev)) << "y differs from the separate ops'";
+      EXPECT_EQ(read(dev(), dg1.p.dev), read(dev(), dg2.p.dev))
+          << "dglog differs from the separate ops'";
     }
-    same("dq", fused.dq.p.dev, apart.dq.p.dev);
-    same("dk", fused.dk.p.dev, apart.dk.p.dev);
-    same("dv", fused.dv.p.dev, apart.dv.p.dev);
-    same("dctx_k", fused.dctx_k[0].dev, apart.dctx_k[0].dev);
-    same("dctx_v", fused.dctx_v[0].dev, apart.dctx_v[0].dev);
-    same("dphi", fused.dphi.dev, apart.dphi.dev);
+    expect_same_outputs(fused, apart, "from the separate ops'");
   }
 }
 

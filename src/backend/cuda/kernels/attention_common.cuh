@@ -234,14 +234,17 @@ __device__ void load_tile(T* dst, const T* src, std::int64_t ld, int rows, int d
 
 // SRPE (sign 1) of rows [0, rows) of one head, src to dst (which may be
 // src: each pair is read whole before it is written), positions from row
-// `first` of the tables' position array on. Every thread of the block takes
-// part; the caller syncs before its threads read dst.
+// `first` of the tables' position array on, leaving out rows with
+// keep[r] == 0 (null: none). Every thread of the block takes part; the
+// caller syncs before its threads read dst.
 template <class T>
 __device__ void rotate_rows(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst,
-                            int rows, int dh, const RotaryTables& tab, std::int64_t first) {
+                            int rows, int dh, const RotaryTables& tab, std::int64_t first,
+                            const unsigned char* keep) {
   const int half = dh / 2;
   for (int idx = threadIdx.x; idx < rows * half; idx += blockDim.x) {
     const int r = idx / half, j = idx % half;
+    if (keep != nullptr && keep[r] == 0) continue;
     float c, s, ya, yb;
     rotary_coefficients(tab, first + r, j, 1.0f, c, s);
     int ca, cb;
@@ -253,24 +256,11 @@ __device__ void rotate_rows(const T* src, std::int64_t ld_src, T* dst, std::int6
 }
 
 // The same map on rows [0, rows) of a tile staged by load_tile, in place,
-// leaving out the rows load_tile left zero (keep[r] == 0; null: none).
+// leaving out the rows load_tile left zero (keep as load_tile took it).
 template <class T, int DHP>
 __device__ void rotate_tile(T* tile, int rows, int dh, const RotaryTables& tab,
                             std::int64_t first, const unsigned char* keep) {
-  constexpr int kLd = DHP + 8;
-  const int half = dh / 2;
-  for (int idx = threadIdx.x; idx < rows * half; idx += blockDim.x) {
-    const int r = idx / half, j = idx % half;
-    if (keep != nullptr && keep[r] == 0) continue;
-    float c, s, ya, yb;
-    rotary_coefficients(tab, first + r, j, 1.0f, c, s);
-    int ca, cb;
-    rotary_columns(j, half, tab.interleaved, ca, cb);
-    T* row = tile + r * kLd;
-    rotate_pair(to_float(row[ca]), to_float(row[cb]), c, s, ya, yb);
-    row[ca] = from_float<T>(ya);
-    row[cb] = from_float<T>(yb);
-  }
+  rotate_rows(tile, DHP + 8, tile, DHP + 8, rows, dh, tab, first, keep);
 }
 
 // Loads the visibility index of query rows [q0, q0 + kBQ) of sequence b into

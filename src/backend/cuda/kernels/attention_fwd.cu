@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kTileThreads)
     // The block's Q rows, every one in the sequence as srpe_fwd does, rotated
     // in place before they are staged (no other block reads them).
     rotate_rows(a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, out.q_rot + (row0 + q0) * out.ldqr + h * dh,
-                out.ldqr, clampi(S - q0, 0, kBQ), dh, out.rot.q, row0 + q0);
+                out.ldqr, clampi(S - q0, 0, kBQ), dh, out.rot.q, row0 + q0, nullptr);
     __syncthreads();  // the rotated rows are what the block stages next
   }
   load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, clampi(nq - q0, 0, kBQ),
