@@ -132,6 +132,20 @@ class Backend {
   // unrotated to both passes, rotates K twice, so a caller runs srpe_fwd
   // and srpe_bwd itself instead (the CPU).
   virtual bool attention_takes_srpe() const { return false; }
+  // Whether a stage's loss should run through head_loss_fwd/bwd, which keep
+  // no logits: true where they compute z in fp32 a block of rows at a time
+  // (CUDA: [N, V] logits never exist, and the loss reads fp32 logits). By
+  // default they make the whole [N, V] logits in the compute dtype, the
+  // backward a second time, so a caller keeps the forward's logits instead
+  // and runs linear_fwd and the cross-entropy ops itself (the CPU).
+  virtual bool head_loss_keeps_no_logits() const { return false; }
+  // What a backend whose head loss keeps no logits takes for one block of
+  // rows by default (their fp32 logits and compute-dtype gradient):
+  // wiola-1.5b's 8,192 rows of 32,000 logits go in 6 blocks of 1,366 rows,
+  // products still far above the sizes where cuBLASLt runs at full rate.
+  static constexpr std::size_t kHeadLossBlockBytes = std::size_t(256) << 20;
+  // Sets that budget (bytes); no effect on a backend that keeps the logits.
+  virtual void set_head_loss_block_bytes(std::size_t bytes) { (void)bytes; }
 
   // Memory this backend holds for tensors now, and the most it ever held (bytes).
   struct MemoryStats {
@@ -341,6 +355,16 @@ class Backend {
   void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                          double scale, const Tensor& dlogits);
 
+  // ---- head: the tied-embedding logits and their loss in one op -------------
+  // z = xf · embedᵀ [N, V] and cross_entropy_fwd on z: loss and lse [N, 1]
+  // (wide). xf [N, d], embed [V, d] in the compute dtype.
+  void head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                     const Tensor& loss, const Tensor& lse);
+  // z again, dz = scale · (softmax(z) − onehot(target)) (0 for ignored rows);
+  // dxf = dz · embed (written) and dembed += dzᵀ · xf (wide).
+  void head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                     const Tensor& lse, double scale, const Tensor& dxf, const Tensor& dembed);
+
   // ---- optimizer ---------------------------------------------------------------
   // One AdamW step on a contiguous range (param, grad, m, v share a shape):
   //   g = grad · grad_scale; m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²
@@ -518,6 +542,23 @@ class Backend {
                                     const Tensor& lse) = 0;
   virtual void do_cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                                     double scale, const Tensor& dlogits) = 0;
+  // By default the ops a stage runs without it, in its order, over whole
+  // logits in xf's dtype: the same bits.
+  virtual void do_head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                                const Tensor& loss, const Tensor& lse) {
+    const Tensor z = do_alloc_uninit(xf.dtype(), xf.rows(), embed.rows());
+    do_linear_fwd(xf, embed, z, false);
+    do_cross_entropy_fwd(z, targets, loss, lse);
+  }
+  virtual void do_head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                                const Tensor& lse, double scale, const Tensor& dxf,
+                                const Tensor& dembed) {
+    const Tensor z = do_alloc_uninit(xf.dtype(), xf.rows(), embed.rows());
+    do_linear_fwd(xf, embed, z, false);
+    do_cross_entropy_bwd(z, targets, lse, scale, z);
+    do_linear_bwd_weight(z, xf, dembed);
+    do_linear_bwd_data(z, embed, dxf, false);
+  }
   virtual void do_adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad,
                              const Tensor& m, const Tensor& v) = 0;
   // Hears, before an outermost op runs, the bytes of its operands, as

@@ -366,4 +366,36 @@ void Backend::cross_entropy_bwd(const Tensor& logits, const Tensor& targets, con
   c.run([&] { do_cross_entropy_bwd(logits, targets, lse, scale, dlogits); });
 }
 
+namespace {
+// The head's inputs: xf [N, d] and embed [V, d] in the compute dtype.
+void check_head(OpChecks& c, const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                const Tensor& lse) {
+  c.compute("xf", xf);
+  c.require(embed.cols() == xf.cols(), "xf is ", dims(xf), " but embed is ", dims(embed),
+            " (embed must be [V, ", xf.cols(), "])");
+  c.require(embed.rows() > 0 || xf.rows() == 0, "embed ", dims(embed), " has no rows");
+  c.like("embed", embed, embed.rows(), xf.cols());
+  c.index("targets", targets, xf.rows());
+  c.wide("lse", lse, xf.rows(), 1);
+}
+}  // namespace
+
+void Backend::head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                            const Tensor& loss, const Tensor& lse) {
+  OpChecks c(*this, Op::head_loss_fwd);
+  check_head(c, xf, embed, targets, lse);
+  c.wide("loss", loss, xf.rows(), 1);
+  c.run([&] { do_head_loss_fwd(xf, embed, targets, loss, lse); });
+}
+
+void Backend::head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                            const Tensor& lse, double scale, const Tensor& dxf,
+                            const Tensor& dembed) {
+  OpChecks c(*this, Op::head_loss_bwd);
+  check_head(c, xf, embed, targets, lse);
+  c.like("dxf", dxf, xf.rows(), xf.cols());
+  c.wide("dembed", dembed, embed.rows(), embed.cols());
+  c.run([&] { do_head_loss_bwd(xf, embed, targets, lse, scale, dxf, dembed); });
+}
+
 }  // namespace wiola

@@ -170,14 +170,19 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     saved.rstd_f = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
     backend_.wrmsnorm_fwd(x, params_.param(param_names::kFinalNormGamma), final_delta(false),
                           config_.eps, saved.xf, saved.rstd_f);
-    saved.logits = backend_.alloc_uninit(dtype_, N, config_.V);
-    backend_.linear_fwd(saved.xf, params_.param(param_names::kEmbed), saved.logits, false);
     require(in.targets.defined() && in.targets.rows() == N, "forward: last stage needs ", N,
             " targets");
     saved.targets = in.targets;
     Tensor loss = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
     saved.lse = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
-    backend_.cross_entropy_fwd(saved.logits, in.targets, loss, saved.lse);
+    const Tensor embed = params_.param(param_names::kEmbed);
+    if (backend_.head_loss_keeps_no_logits()) {
+      backend_.head_loss_fwd(saved.xf, embed, in.targets, loss, saved.lse);
+    } else {
+      saved.logits = backend_.alloc_uninit(dtype_, N, config_.V);
+      backend_.linear_fwd(saved.xf, embed, saved.logits, false);
+      backend_.cross_entropy_fwd(saved.logits, in.targets, loss, saved.lse);
+    }
     out.loss_sum = in.loss_sum.defined() ? in.loss_sum : backend_.alloc(DType::F64, 1, 1);
     backend_.sum(loss, out.loss_sum);
   } else {
@@ -207,12 +212,20 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
 
   Tensor dx;
   if (spec.head) {
-    // The logits buffer becomes its own gradient.
-    backend_.cross_entropy_bwd(saved.logits, saved.targets, saved.lse, loss_scale, saved.logits);
     const Tensor embed = params_.param(param_names::kEmbed);
-    linear_weight_grad(backend_, defer, saved.logits, saved.xf, params_.grad(param_names::kEmbed));
+    const Tensor dembed = params_.grad(param_names::kEmbed);
     Tensor dxf = backend_.alloc_uninit(dtype_, N, d);
-    backend_.linear_bwd_data(saved.logits, embed, dxf, false);
+    if (saved.logits.defined()) {
+      // The logits buffer becomes its own gradient.
+      backend_.cross_entropy_bwd(saved.logits, saved.targets, saved.lse, loss_scale,
+                                 saved.logits);
+      linear_weight_grad(backend_, defer, saved.logits, saved.xf, dembed);
+      backend_.linear_bwd_data(saved.logits, embed, dxf, false);
+    } else {
+      // Its weight gradient is not deferred: that would make the logits a
+      // third time, or keep their gradient whole.
+      backend_.head_loss_bwd(saved.xf, embed, saved.targets, saved.lse, loss_scale, dxf, dembed);
+    }
     dx = backend_.alloc_uninit(dtype_, N, d);  // written whole (accumulate = false)
     backend_.wrmsnorm_bwd(saved.x_last, params_.param(param_names::kFinalNormGamma),
                           final_delta(false), saved.rstd_f, dxf, dx, false,
@@ -264,6 +277,14 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
     saved = StageSaved{};
   }
   return g;
+}
+
+Tensor StageModel::logits(const StageSaved& saved) {
+  if (saved.logits.defined()) return saved.logits;
+  require(saved.xf.defined(), "logits: no forward of the last stage is pending");
+  Tensor z = backend_.alloc_uninit(dtype_, saved.xf.rows(), config_.V);
+  backend_.linear_fwd(saved.xf, params_.param(param_names::kEmbed), z, false);
+  return z;
 }
 
 void StageModel::backward_weights(StageSaved& saved, LayerBoundaries* boundaries) {

@@ -106,6 +106,10 @@ class StageModel {
   // nothing merges). Reads the ATM plans' group counts from the backend, a
   // host synchronisation: statistics for tests and reports, not the step.
   std::int64_t merged_tokens(const StageSaved& saved);
+  // The last stage's logits [B·T, V] of a forward's `saved`: the ones it
+  // kept, or (on a backend whose loss keeps none) made again from the final
+  // norm's output. For tests and dumps, not the step.
+  Tensor logits(const StageSaved& saved);
   // Backward of the micro-batch in `saved` (its chunk). The last stage starts from
   // loss_scale · Σ loss (pass dx/dcarry empty); other stages take the
   // gradients of their outputs. Parameter gradients are added to params().grads().

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "backend/backend.hpp"
 #include "partition/cost_model.hpp"
 
 namespace wiola {
@@ -53,8 +54,15 @@ MemoryEstimate estimate_memory(const MemoryPlanInput& in) {
   e.activations = in.recompute
                       ? (layers * 2.0 * c.d * e.in_flight + per_layer) * tokens * compute
                       : layers * per_layer * tokens * compute * e.in_flight;
-  // The last stage's logits (and their gradient, in place) for the micro-batch in flight.
-  if (head) e.head = (double(c.V) + 2.0 * c.d) * tokens * compute * e.in_flight;
+  // The last stage's final-norm input and output for each micro-batch in
+  // flight, with its logits (their gradient in place) on the CPU; a device's
+  // loss keeps no logits, but makes them a block of rows at a time in fp32,
+  // with their compute-dtype gradient (Backend::head_loss_keeps_no_logits).
+  if (head && in.device)
+    e.head = 2.0 * c.d * tokens * compute * e.in_flight +
+             std::min(double(Backend::kHeadLossBlockBytes), double(c.V) * tokens * (4.0 + compute));
+  else if (head)
+    e.head = (double(c.V) + 2.0 * c.d) * tokens * compute * e.in_flight;
   // Transients of one layer's backward, and the GEMM workspace on a device.
   e.workspace = per_layer * tokens * compute + (in.device ? 32.0 * 1024 * 1024 : 0.0);
   return e;

@@ -1,5 +1,5 @@
 // The CUDA backend's layer ops (embedding, WRMSNorm, SRPE, summaries, ATM row
-// maps, cross-entropy), forward and backward, against the CPU backend in fp64
+// maps, cross-entropy, the head's loss), forward and backward, against the CPU backend in fp64
 // (device_compare.hpp), in fp32 and bf16. Statistics and parameter gradients
 // are fp32 on the device whatever the compute dtype, so their tolerances are
 // the fp32 ones in both modes; compute-dtype outputs in bf16 allow the final
@@ -12,6 +12,7 @@
 // the scatter kernel, two column tiles, more rows than one norm row chunk,
 // sequences shorter and longer than the summary's slice count, a vocabulary
 // that is not a multiple of the block size.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -435,6 +436,83 @@ WIOLA_DEVICE_OP_TEST(CudaLossOps, FusedSoftmaxForwardBackwardAndInPlace,
   expect_close("cross_entropy_bwd in place", logits_w, t);
 }
 
+// ---- the head: logits and loss a block of rows at a time ----------------------------------
+
+// The CUDA head makes a block's logits in fp32 from the compute-dtype inputs,
+// so in bf16 too the loss is within fp32's bounds of the fp64 reference on the
+// same inputs (bf16 logits would be off by up to |z|·2⁻⁹); the gradients go
+// through the compute dtype (dz rounded, then two products).
+WIOLA_DEVICE_OP_TEST(CudaLossOps, HeadLossInBlocksOfRowsWithFp32Logits, Op::head_loss_fwd,
+                     Op::head_loss_bwd) {
+  const int n = 300, vocab = 300, d = 40;
+  // A budget of 64 fp32 rows: 5 blocks of 60 rows in fp32; 8 blocks (7 of 38
+  // and one of 34) in bf16, whose rows also hold their bf16 gradient.
+  const std::size_t budget = std::size_t(64) * vocab * 4;
+  dev().set_head_loss_block_bytes(budget);
+  ASSERT_TRUE(dev().head_loss_keeps_no_logits());
+
+  Pair xf_w = input(n, d + 3, 61, -1.5, 1.5), embed = input(vocab, d, 62, -1.5, 1.5);
+  const Pair xf = cols(xf_w, 3, 3 + d);
+  std::vector<std::int32_t> t(n);
+  for (int i = 0; i < n; ++i) t[std::size_t(i)] = i % 11 == 4 ? -1 : (i * 97) % vocab;
+  Pair targets = index(t);
+  Pair loss = output_as(DType::F32, n, 1), lse = output_as(DType::F32, n, 1);
+  // No more device memory than a block of rows takes: never the whole logits.
+  auto within_one_block = [&](const Backend::MemoryStats& before, const char* what) {
+    EXPECT_LE(dev().memory().peak, std::max(before.peak, before.in_use + budget + 16 * 1024))
+        << what;
+  };
+  const Backend::MemoryStats before_fwd = dev().memory();
+  cpu().head_loss_fwd(xf.ref, embed.ref, targets.ref, loss.ref, lse.ref);
+  dev().head_loss_fwd(xf.dev, embed.dev, targets.dev, loss.dev, lse.dev);
+  within_one_block(before_fwd, "head_loss_fwd");
+  // |z| <= 40·1.5² = 90: an fp32 sum of 40 exact products is within
+  // 40·2⁻²⁴·90 ≈ 2e-4 of z, and lse and loss within about that.
+  expect_close("head_loss_fwd lse", lse, {3e-4, 1e-6});
+  expect_close("head_loss_fwd loss", loss, {5e-4, 1e-6});
+
+  const double scale = 0.37 / n;
+  Pair dxf_w = output(n, d + 2), dembed = output_as(DType::F32, vocab, d);
+  const Pair dxf = cols(dxf_w, 2, 2 + d);
+  same_start(dembed, random_vector(std::size_t(vocab) * d, 63));  // added to
+  const Backend::MemoryStats before_bwd = dev().memory();
+  cpu().head_loss_bwd(xf.ref, embed.ref, targets.ref, lse.ref, scale, dxf.ref, dembed.ref);
+  dev().head_loss_bwd(xf.dev, embed.dev, targets.dev, lse.dev, scale, dxf.dev, dembed.dev);
+  within_one_block(before_bwd, "head_loss_bwd");
+
+  // The device's dz = scale·(p − onehot) is off by u·|dz_ij| at most: p
+  // through the logits' and lse's fp32 errors (5e-4 together, as above) and,
+  // in bf16, dz's own rounding (2⁻⁹). Through the products (|x|, |e| <= 1.5)
+  // that moves dxf_i by u·1.5·Σ_j|dz_ij| and dembed_j by u·1.5·Σ_i|dz_ij|,
+  // taken here from the reference's dz.
+  const Tensor z = cpu().alloc(DType::F64, n, vocab);
+  cpu().linear_fwd(xf.ref, embed.ref, z, false);
+  cpu().cross_entropy_bwd(z, targets.ref, lse.ref, scale, z);
+  const std::vector<double> dz = read(cpu(), z);
+  std::vector<double> row_sum(std::size_t(n), 0.0), col_sum(std::size_t(vocab), 0.0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < vocab; ++j) {
+      const double a = std::fabs(dz[std::size_t(i) * vocab + j]);
+      row_sum[std::size_t(i)] += a;
+      col_sum[std::size_t(j)] += a;
+    }
+  const double u = 5e-4 + (dtype() == DType::BF16 ? std::ldexp(1.0, -9) : 0.0);
+  const double max_row = *std::max_element(row_sum.begin(), row_sum.end());
+  const double max_col = *std::max_element(col_sum.begin(), col_sum.end());
+  // dxf is rounded to the compute dtype once more; dembed is fp32.
+  expect_close("head_loss_bwd dxf", dxf_w, {u * 1.5 * max_row, dtype() == DType::BF16 ? 4e-3 : 1e-6});
+  expect_close("head_loss_bwd dembed", dembed, {u * 1.5 * max_col, 1e-6});
+
+  // Ignored rows: no gradient; and the same bits on a second run.
+  const std::vector<double> g = read(dev(), dxf.dev);
+  for (int c = 0; c < d; ++c) EXPECT_EQ(g[std::size_t(4 * d + c)], 0.0);
+  Pair dxf2 = output(n, d), dembed2 = output_as(DType::F32, vocab, d);
+  same_start(dembed2, random_vector(std::size_t(vocab) * d, 63));
+  dev().head_loss_bwd(xf.dev, embed.dev, targets.dev, lse.dev, scale, dxf2.dev, dembed2.dev);
+  expect_same_bits(dev(), dxf.dev, dxf2.dev, "head_loss_bwd dxf");
+  expect_same_bits(dev(), dembed.dev, dembed2.dev, "head_loss_bwd dembed");
+}
+
 // ---- argument checks --------------------------------------------------------------------
 
 void expect_refused(const std::function<void()>& call, const std::string& message) {
@@ -466,6 +544,9 @@ TEST_P(CudaLayerOpChecks, RefusalsNameTheOpAndTheTensor) {
                  "cross_entropy_fwd: targets is fp32, expected i32");
   expect_refused([&] { be.cross_entropy_bwd(x, idx, col, 1.0, be.alloc(other, 4, 8)); },
                  "cross_entropy_bwd: dlogits is");
+  expect_refused(
+      [&] { be.head_loss_bwd(x, be.alloc(dt, 10, 8), idx, col, 1.0, x, be.alloc(DType::BF16, 10, 8)); },
+      "head_loss_bwd: dembed is bf16, expected fp32");
   expect_refused([&] { be.srpe_fwd(x, idx, col, col, 3, RotaryPairs::Half, x); },
                  "srpe_fwd: head_dim 3");
   expect_refused(

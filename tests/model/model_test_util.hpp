@@ -93,7 +93,7 @@ struct WholeModel {
   std::vector<double> logits(const Batch& b, bool training) {
     StageSaved saved;
     model->forward(input(b), training, saved);
-    return to_host_f64(*be, saved.logits);
+    return to_host_f64(*be, model->logits(saved));
   }
   // Mean loss; gradients of the mean loss land in params().grads().
   double loss_and_grads(const Batch& b, bool training) {

@@ -1,4 +1,5 @@
-// cross_entropy_fwd / cross_entropy_bwd: per-row loss with ignored rows.
+// cross_entropy_fwd / cross_entropy_bwd: per-row loss with ignored rows; and
+// head_loss_fwd / head_loss_bwd, the tied-embedding logits with their loss.
 #include "op_test_util.hpp"
 
 namespace wiola::test {
@@ -130,6 +131,98 @@ TEST(CrossEntropy, DeterministicAcrossThreadCounts) {
       });
     EXPECT_TRUE(bit_identical(res[0], res[1]));
   }
+}
+
+// The head's op computes z = xf·embedᵀ itself: its loss and gradients are
+// those of cross-entropy on z, differentiated through the product.
+constexpr std::int64_t kD = 5;
+
+TEST(HeadLoss, GradientsMatchFiniteDifferences) {
+  auto be = make_cpu_backend();
+  const DType dt = DType::F64;
+  const auto xf = random_vector(N * kD, 5, -1, 1), embed = random_vector(V * kD, 6, -1, 1);
+  const double scale = 0.37;
+  const Tensor tgt = upload_index(*be, kTargets);
+  auto loss_of = [&](const std::vector<double>& x, const std::vector<double>& e) {
+    Tensor l = be->alloc(dt, N, 1), s = be->alloc(dt, N, 1);
+    be->head_loss_fwd(upload(*be, dt, N, kD, x), upload(*be, dt, V, kD, e), tgt, l, s);
+    return std::pair{read(*be, l), read(*be, s)};
+  };
+  std::vector<double> loss_ref, lse_ref, z(N * V, 0.0);
+  for (std::int64_t i = 0; i < N; ++i)
+    for (std::int64_t j = 0; j < V; ++j)
+      for (std::int64_t c = 0; c < kD; ++c) z[i * V + j] += xf[i * kD + c] * embed[j * kD + c];
+  ref_ce(z, kTargets, loss_ref, lse_ref);
+  const auto [l, s] = loss_of(xf, embed);
+  expect_close(l, loss_ref, 1e-12, "head_loss_fwd loss");
+  expect_close(s, lse_ref, 1e-12, "head_loss_fwd lse");
+
+  Tensor dxf = be->alloc(dt, N, kD), dembed = be->alloc(dt, V, kD);
+  be->head_loss_bwd(upload(*be, dt, N, kD, xf), upload(*be, dt, V, kD, embed), tgt,
+                    upload(*be, dt, N, 1, s), scale, dxf, dembed);
+  std::vector<double> x = xf, e = embed;  // perturbed in place by the checks
+  auto total = [&] {
+    return scale * weighted_sum(loss_of(x, e).first, std::vector<double>(N, 1.0));
+  };
+  expect_grad("head_loss", "dxf", check_gradient(x, total, read(*be, dxf)));
+  expect_grad("head_loss", "dembed", check_gradient(e, total, read(*be, dembed)));
+}
+
+// By default the op is the ops a stage runs without it, in their order: on
+// the CPU, whose stage keeps its logits, the same bits either way; and the
+// weight gradient is added to what dembed held.
+TEST(HeadLoss, IsTheSeparateOpsBitForBit) {
+  auto be = make_cpu_backend();
+  const DType dt = DType::F32;
+  const std::int64_t n = 40, v = 300, d = 24;
+  std::vector<std::int32_t> t(n);
+  for (std::int64_t i = 0; i < n; ++i) t[i] = i % 7 == 3 ? -1 : static_cast<std::int32_t>((i * 53) % v);
+  const Tensor tgt = upload_index(*be, t), xf = upload(*be, dt, n, d, random_vector(n * d, 7));
+  const Tensor embed = upload(*be, dt, v, d, random_vector(v * d, 8));
+  const auto start = random_vector(v * d, 9), dx_start = random_vector(n * d, 10);
+
+  Tensor l1 = be->alloc(dt, n, 1), s1 = be->alloc(dt, n, 1);
+  // dxf is written (its start must not show), dembed added to.
+  Tensor dx1 = upload(*be, dt, n, d, dx_start), de1 = upload(*be, dt, v, d, start);
+  be->head_loss_fwd(xf, embed, tgt, l1, s1);
+  be->head_loss_bwd(xf, embed, tgt, s1, 0.25, dx1, de1);
+
+  Tensor l2 = be->alloc(dt, n, 1), s2 = be->alloc(dt, n, 1), z = be->alloc(dt, n, v);
+  Tensor dx2 = be->alloc(dt, n, d), de2 = upload(*be, dt, v, d, start);
+  be->linear_fwd(xf, embed, z, false);
+  be->cross_entropy_fwd(z, tgt, l2, s2);
+  be->cross_entropy_bwd(z, tgt, s2, 0.25, z);
+  be->linear_bwd_weight(z, xf, de2);
+  be->linear_bwd_data(z, embed, dx2, false);
+  for (const auto& [a, b, what] : {std::tuple{l1, l2, "loss"}, {s1, s2, "lse"}, {dx1, dx2, "dxf"},
+                                   {de1, de2, "dembed"}})
+    EXPECT_TRUE(bit_identical(read(*be, a), read(*be, b))) << what;
+}
+
+TEST(HeadLoss, RefusesInputsThatDoNotFit) {
+  auto be = make_cpu_backend();
+  const DType dt = DType::F32;
+  const Tensor xf = be->alloc(dt, 4, 6), embed = be->alloc(dt, 9, 6), col = be->alloc(dt, 4, 1);
+  const Tensor tgt = upload_index(*be, {0, 1, -1, 8});
+  auto refused = [&](auto&& call, const std::string& says) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted; expected: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused([&] { be->head_loss_fwd(xf, be->alloc(dt, 9, 5), tgt, col, col); },
+          "head_loss_fwd: xf is 4x6 but embed is 9x5");
+  refused([&] { be->head_loss_fwd(xf, embed, upload_index(*be, {0, 1, 2}), col, col); },
+          "head_loss_fwd: targets");
+  // The values are the loss kernel's to check (a device reads them there).
+  refused([&] { be->head_loss_fwd(xf, embed, upload_index(*be, {0, 1, 2, 9}), col, col); },
+          "targets[3] = 9 is outside [-1, 9)");
+  refused([&] { be->head_loss_bwd(xf, embed, tgt, col, 1.0, be->alloc(dt, 4, 5), be->alloc(dt, 9, 6)); },
+          "head_loss_bwd: dxf");
+  refused([&] { be->head_loss_bwd(xf, embed, tgt, col, 1.0, be->alloc(dt, 4, 6), be->alloc(dt, 6, 9)); },
+          "head_loss_bwd: dembed");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // that cannot fit: what each setting changes.
 #include <gtest/gtest.h>
 
+#include "backend/backend.hpp"
 #include "train/memory_plan.hpp"
 
 namespace wiola {
@@ -74,6 +75,30 @@ TEST(MemoryPlan, RecomputeZeroAndPrecisionShrinkWhatTheyShould) {
   EXPECT_NEAR(bf16.optimizer, plain.optimizer * 1.5, 1e-6 * plain.optimizer);  // + fp32 master
   EXPECT_NEAR(bf16.activations, plain.activations / 2, 1e-6 * plain.activations);
   EXPECT_NE(plain.describe().find("for 4 micro-batches"), std::string::npos) << plain.describe();
+}
+
+// A CPU stage keeps each micro-batch's logits; a device's loss keeps none
+// and makes them a block of rows at a time, so its head does not grow with
+// the vocabulary or the micro-batches in flight beyond one block.
+TEST(MemoryPlan, ADeviceHeadHoldsOneBlockOfLogitsNotEachMicroBatchs) {
+  MemoryPlanInput in;
+  in.model = preset("wiola-1.5b");
+  in.pp = 4;
+  in.stage_index = 0;  // 4 micro-batches in flight
+  in.chunks = {StageSpec{0, 28, true, true}};
+  in.micro_batch = 4;
+  in.microbatches = 8;
+  in.dtype = DType::BF16;
+  const double tokens = 4.0 * in.model.T, GiB = 1024.0 * 1024 * 1024;
+  const MemoryEstimate cpu = estimate_memory(in);
+  EXPECT_EQ(cpu.in_flight, 4);
+  EXPECT_NEAR(cpu.head, (in.model.V + 2.0 * in.model.d) * tokens * 2 * 4, 1.0);
+  in.device = true;
+  const MemoryEstimate dev = estimate_memory(in);
+  EXPECT_NEAR(dev.head, 2.0 * in.model.d * tokens * 2 * 4 + double(Backend::kHeadLossBlockBytes),
+              1.0);
+  EXPECT_GT(cpu.head, 2.0 * GiB);  // 4 × 8,192 × 32,000 bf16 logits
+  EXPECT_GT(cpu.head, 4.0 * dev.head);
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ int run(int argc, char** argv) {
   // Every target of a dumped batch counts in the loss.
   const double counted = double(B) * T;
   const double loss = to_host_f64(*backend, fwd.loss_sum)[0] / counted;
-  const std::vector<double> logits = to_host_f64(*backend, saved.logits);
+  const std::vector<double> logits = to_host_f64(*backend, model.logits(saved));
   model.params().zero_grads();
   model.backward(Tensor{}, {}, 1.0 / counted, saved);
 

@@ -142,7 +142,10 @@ void CudaBackend::note_operand_bytes(Op op, std::int64_t bytes) {
     case Op::to_host:
     case Op::from_host:
     case Op::copy_to_host:
-    case Op::copy_from_host: return;
+    case Op::copy_from_host:
+    // The head's loss counts its own: the embedding table is a product's.
+    case Op::head_loss_fwd:
+    case Op::head_loss_bwd: return;
     default: count_device_event(DeviceEvent::Floor, bytes);
   }
 }

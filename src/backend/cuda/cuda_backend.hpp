@@ -34,6 +34,9 @@ class CudaBackend final : public Backend {
   MemoryStats memory() const override;
   std::size_t memory_capacity() const override;
   void reserve_memory(std::size_t bytes) override;
+  // The head's loss keeps no logits (cuda_backend_loss.cpp).
+  bool head_loss_keeps_no_logits() const override { return true; }
+  void set_head_loss_block_bytes(std::size_t bytes) override { head_block_bytes_ = bytes; }
 
  protected:
   Tensor do_alloc(DType dtype, std::int64_t rows, std::int64_t cols) override;
@@ -159,6 +162,13 @@ class CudaBackend final : public Backend {
                             const Tensor& lse) override;
   void do_cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                             double scale, const Tensor& dlogits) override;
+  // z = xf·embedᵀ in fp32, a block of rows at a time; the backward makes a
+  // block's z again, its gradient in the compute dtype, and its two products.
+  void do_head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                        const Tensor& loss, const Tensor& lse) override;
+  void do_head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                        const Tensor& lse, double scale, const Tensor& dxf,
+                        const Tensor& dembed) override;
 
   void do_adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad, const Tensor& m,
                      const Tensor& v) override;
@@ -168,10 +178,14 @@ class CudaBackend final : public Backend {
   // Stream-ordered memory for a tensor (its size rounded up to kAlignment),
   // returned to the pool when the last view of it goes.
   Tensor allocate_tensor(DType dtype, std::int64_t rows, std::int64_t cols, const char* kind);
+  // Rows per block of the head's loss: within head_block_bytes_, all blocks
+  // of one size (the last may be shorter by less than their number).
+  std::int64_t head_block_rows(std::int64_t n, std::int64_t vocab, DType dtype) const;
   int device_;
   Stream stream_ = nullptr;
   std::shared_ptr<Memory> memory_;  // shared with every allocation's deleter
   std::unique_ptr<Blas> blas_;
+  std::size_t head_block_bytes_ = kHeadLossBlockBytes;
 };
 
 // Makes the CUDA backend selectable (backend_registry.hpp): called by the

@@ -1,6 +1,6 @@
-// CudaBackend: embedding, WRMSNorm, SRPE, summaries, ATM row maps and the
-// cross-entropy loss. The Backend front has checked every argument; each op
-// queues its kernels (kernels/*.cu) on the stream.
+// CudaBackend: embedding, WRMSNorm, SRPE, summaries and ATM row maps. The
+// Backend front has checked every argument; each op queues its kernels
+// (kernels/*.cu) on the stream.
 //
 // Index tensors are I32 [n, 1] and contiguous. Their values are not read back
 // to check them (that would synchronise the stream): the model validates them
@@ -9,7 +9,6 @@
 // backward scatter leaves it out.
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/kernels/atm_plan.hpp"
-#include "backend/cuda/kernels/cross_entropy.hpp"
 #include "backend/cuda/kernels/embedding.hpp"
 #include "backend/cuda/kernels/row_maps.hpp"
 #include "backend/cuda/kernels/srpe.hpp"
@@ -115,18 +114,6 @@ void CudaBackend::do_merge_rows_fwd(const Tensor& src, const Tensor& idx_a, cons
 void CudaBackend::do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
                                     const Tensor& dsrc) {
   kernels::merge_rows_bwd(ddst, idx_a, idx_b, dsrc, stream_);
-}
-
-// ---- loss -------------------------------------------------------------------------------
-
-void CudaBackend::do_cross_entropy_fwd(const Tensor& logits, const Tensor& targets,
-                                       const Tensor& loss, const Tensor& lse) {
-  kernels::cross_entropy_fwd(logits, targets, loss, lse, stream_);
-}
-
-void CudaBackend::do_cross_entropy_bwd(const Tensor& logits, const Tensor& targets,
-                                       const Tensor& lse, double scale, const Tensor& dlogits) {
-  kernels::cross_entropy_bwd(logits, targets, lse, scale, dlogits, stream_);
 }
 
 }  // namespace wiola::cuda

@@ -3,7 +3,9 @@
 // rescaling the sum when the max grows; the block then takes the max of the
 // maxima and adds the rescaled sums (block_max, block_sum: fixed order).
 // Backward: one pass writing scale·(softmax − onehot) element by element,
-// each element read before the same thread writes it (so in place works).
+// each element read before the same thread writes it (so in place works);
+// the gradient may be stored in another type than the logits (fp32 logits,
+// bf16 gradient: the head's loss in blocks of rows).
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/cross_entropy.hpp"
 
@@ -41,19 +43,19 @@ __global__ void ce_fwd_kernel(std::int64_t vocab, const T* logits, std::int64_t 
   loss[i * ldloss] = t < 0 ? 0.0f : (t < vocab ? l - to_float(z[t]) : NAN);
 }
 
-template <class T>
+template <class T, class TD>
 __global__ void ce_bwd_kernel(std::int64_t vocab, const T* logits, std::int64_t ldl,
                               const std::int32_t* tgt, const float* lse, std::int64_t ldlse,
-                              float scale, T* dlogits, std::int64_t lddl) {
+                              float scale, TD* dlogits, std::int64_t lddl) {
   const std::int64_t i = blockIdx.x;
   const std::int64_t t = tgt[i];
   const float l = lse[i * ldlse];
   const T* z = logits + i * ldl;
-  T* dz = dlogits + i * lddl;
+  TD* dz = dlogits + i * lddl;
   for (std::int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
     float g = 0.0f;
     if (t >= 0) g = scale * (expf(to_float(z[j]) - l) - (j == t ? 1.0f : 0.0f));
-    dz[j] = from_float<T>(g);
+    dz[j] = from_float<TD>(g);
   }
 }
 
@@ -79,15 +81,18 @@ void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor
 void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                        double scale, const Tensor& dlogits, Stream s) {
   if (logits.rows() == 0 || logits.cols() == 0) return;
-  auto launch = [&](auto zero) {
+  auto launch = [&](auto zero, auto zero_d) {
     using T = decltype(zero);
-    WIOLA_LAUNCH(ce_bwd_kernel<T>, dim3(static_cast<unsigned>(logits.rows())), dim3(kThreads), 0,
-                 static_cast<cudaStream_t>(s))(
+    using TD = decltype(zero_d);
+    WIOLA_LAUNCH((ce_bwd_kernel<T, TD>), dim3(static_cast<unsigned>(logits.rows())),
+                 dim3(kThreads), 0, static_cast<cudaStream_t>(s))(
         logits.cols(), static_cast<const T*>(logits.data()), logits.ld(),
         static_cast<const std::int32_t*>(targets.data()), static_cast<const float*>(lse.data()),
-        lse.ld(), static_cast<float>(scale), static_cast<T*>(dlogits.data()), dlogits.ld());
+        lse.ld(), static_cast<float>(scale), static_cast<TD*>(dlogits.data()), dlogits.ld());
   };
-  with_compute_type(logits.dtype(), launch);
+  with_compute_type(logits.dtype(), [&](auto zero) {
+    with_compute_type(dlogits.dtype(), [&](auto zero_d) { launch(zero, zero_d); });
+  });
   WIOLA_CHECK_LAUNCH("ce_bwd_kernel",
                      bytes_of(logits) + bytes_of(dlogits) + logits.rows() * (4 + 4));
 }

@@ -13,7 +13,7 @@ namespace wiola::cuda::kernels {
 void cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
                        const Tensor& lse, Stream s);
 // dlogits = scale · (exp(logits − lse) − onehot(t)); zero rows for t = −1.
-// dlogits may be logits.
+// dlogits may be logits, or of another compute type than logits.
 void cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                        double scale, const Tensor& dlogits, Stream s);
 
