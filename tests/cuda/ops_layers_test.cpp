@@ -500,7 +500,8 @@ WIOLA_DEVICE_OP_TEST(CudaLossOps, HeadLossInBlocksOfRowsWithFp32Logits, Op::head
   const double max_row = *std::max_element(row_sum.begin(), row_sum.end());
   const double max_col = *std::max_element(col_sum.begin(), col_sum.end());
   // dxf is rounded to the compute dtype once more; dembed is fp32.
-  expect_close("head_loss_bwd dxf", dxf_w, {u * 1.5 * max_row, dtype() == DType::BF16 ? 4e-3 : 1e-6});
+  expect_close("head_loss_bwd dxf", dxf_w,
+               {u * 1.5 * max_row, dtype() == DType::BF16 ? 4e-3 : 1e-6});
   expect_close("head_loss_bwd dembed", dembed, {u * 1.5 * max_col, 1e-6});
 
   // Ignored rows: no gradient; and the same bits on a second run.
@@ -544,9 +545,9 @@ TEST_P(CudaLayerOpChecks, RefusalsNameTheOpAndTheTensor) {
                  "cross_entropy_fwd: targets is fp32, expected i32");
   expect_refused([&] { be.cross_entropy_bwd(x, idx, col, 1.0, be.alloc(other, 4, 8)); },
                  "cross_entropy_bwd: dlogits is");
-  expect_refused(
-      [&] { be.head_loss_bwd(x, be.alloc(dt, 10, 8), idx, col, 1.0, x, be.alloc(DType::BF16, 10, 8)); },
-      "head_loss_bwd: dembed is bf16, expected fp32");
+  const Tensor table = be.alloc(dt, 10, 8), bf16_table = be.alloc(DType::BF16, 10, 8);
+  expect_refused([&] { be.head_loss_bwd(x, table, idx, col, 1.0, x, bf16_table); },
+                 "head_loss_bwd: dembed is bf16, expected fp32");
   expect_refused([&] { be.srpe_fwd(x, idx, col, col, 3, RotaryPairs::Half, x); },
                  "srpe_fwd: head_dim 3");
   expect_refused(

@@ -176,7 +176,8 @@ TEST(HeadLoss, IsTheSeparateOpsBitForBit) {
   const DType dt = DType::F32;
   const std::int64_t n = 40, v = 300, d = 24;
   std::vector<std::int32_t> t(n);
-  for (std::int64_t i = 0; i < n; ++i) t[i] = i % 7 == 3 ? -1 : static_cast<std::int32_t>((i * 53) % v);
+  for (std::int64_t i = 0; i < n; ++i)
+    t[i] = i % 7 == 3 ? -1 : static_cast<std::int32_t>((i * 53) % v);
   const Tensor tgt = upload_index(*be, t), xf = upload(*be, dt, n, d, random_vector(n * d, 7));
   const Tensor embed = upload(*be, dt, v, d, random_vector(v * d, 8));
   const auto start = random_vector(v * d, 9), dx_start = random_vector(n * d, 10);
@@ -219,9 +220,10 @@ TEST(HeadLoss, RefusesInputsThatDoNotFit) {
   // The values are the loss kernel's to check (a device reads them there).
   refused([&] { be->head_loss_fwd(xf, embed, upload_index(*be, {0, 1, 2, 9}), col, col); },
           "targets[3] = 9 is outside [-1, 9)");
-  refused([&] { be->head_loss_bwd(xf, embed, tgt, col, 1.0, be->alloc(dt, 4, 5), be->alloc(dt, 9, 6)); },
+  const Tensor dxf = be->alloc(dt, 4, 6), dembed = be->alloc(dt, 9, 6);
+  refused([&] { be->head_loss_bwd(xf, embed, tgt, col, 1.0, be->alloc(dt, 4, 5), dembed); },
           "head_loss_bwd: dxf");
-  refused([&] { be->head_loss_bwd(xf, embed, tgt, col, 1.0, be->alloc(dt, 4, 6), be->alloc(dt, 6, 9)); },
+  refused([&] { be->head_loss_bwd(xf, embed, tgt, col, 1.0, dxf, be->alloc(dt, 6, 9)); },
           "head_loss_bwd: dembed");
 }
 

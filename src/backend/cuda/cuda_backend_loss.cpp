@@ -26,8 +26,8 @@ std::int64_t CudaBackend::head_block_rows(std::int64_t n, std::int64_t vocab,
   // where that is not fp32 (in fp32 the gradient overwrites the logits).
   const std::int64_t row_bytes =
       vocab * std::int64_t(4 + (dtype == DType::F32 ? 0 : dtype_size(dtype)));
-  const std::int64_t fit =
-      std::max<std::int64_t>(1, std::int64_t(head_block_bytes_) / std::max<std::int64_t>(1, row_bytes));
+  const std::int64_t budget = std::int64_t(head_block_bytes_);
+  const std::int64_t fit = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, row_bytes));
   // Blocks of equal rows: the last one is not a sliver with a slow product.
   const std::int64_t blocks = (n + fit - 1) / fit;
   return blocks == 0 ? 0 : (n + blocks - 1) / blocks;
