@@ -372,8 +372,12 @@ SimInput simulator_input(const ProjectionSpec& spec) {
       }
       case TimeSource::Flops: {
         const double fwd = L.stage_flops_per_token(k) / 3.0 * tokens;
-        st.forward_s = fwd / (spec.peak_flops * spec.efficiency);
+        const double rate = spec.peak_flops * spec.efficiency;
+        st.forward_s = fwd / rate;
         st.backward_s = 2 * st.forward_s;
+        // A GPU's loss keeps no logits: its backward makes them again, one
+        // more head product (Backend::head_loss_keeps_no_logits).
+        if (sp.head) st.backward_s += head_forward_flops_per_token(c) * tokens / rate;
         st.optimizer_s = spec.memory_Bps > 0
                              ? params * spec.optimizer_bytes_per_param / spec.memory_Bps
                              : 0.0;
