@@ -109,6 +109,13 @@ class OpObserver {
   virtual void op_ends(Op op) = 0;
 };
 
+// The gradients head_loss_fwd makes when it is given them (see there): of
+// scale · Σ loss, dxf [N, d] written and dembed [V, d] (wide) added to.
+struct HeadLossGrads {
+  double scale = 0;
+  Tensor dxf, dembed;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -357,9 +364,12 @@ class Backend {
 
   // ---- head: the tied-embedding logits and their loss in one op -------------
   // z = xf · embedᵀ [N, V] and cross_entropy_fwd on z: loss and lse [N, 1]
-  // (wide). xf [N, d], embed [V, d] in the compute dtype.
+  // (wide). xf [N, d], embed [V, d] in the compute dtype. With `grads` (its
+  // dxf defined: a backward with that scale will follow) the op also makes
+  // head_loss_bwd's gradients from the same logits, so nothing is left to
+  // make them again.
   void head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
-                     const Tensor& loss, const Tensor& lse);
+                     const Tensor& loss, const Tensor& lse, const HeadLossGrads& grads = {});
   // z again, dz = scale · (softmax(z) − onehot(target)) (0 for ignored rows);
   // dxf = dz · embed (written) and dembed += dzᵀ · xf (wide).
   void head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
@@ -545,19 +555,26 @@ class Backend {
   // By default the ops a stage runs without it, in its order, over whole
   // logits in xf's dtype: the same bits.
   virtual void do_head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
-                                const Tensor& loss, const Tensor& lse) {
+                                const Tensor& loss, const Tensor& lse,
+                                const HeadLossGrads& grads) {
     const Tensor z = do_alloc_uninit(xf.dtype(), xf.rows(), embed.rows());
     do_linear_fwd(xf, embed, z, false);
     do_cross_entropy_fwd(z, targets, loss, lse);
+    if (grads.dxf.defined()) head_loss_grads(xf, embed, targets, lse, grads, z);
   }
   virtual void do_head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
                                 const Tensor& lse, double scale, const Tensor& dxf,
                                 const Tensor& dembed) {
     const Tensor z = do_alloc_uninit(xf.dtype(), xf.rows(), embed.rows());
     do_linear_fwd(xf, embed, z, false);
-    do_cross_entropy_bwd(z, targets, lse, scale, z);
-    do_linear_bwd_weight(z, xf, dembed);
-    do_linear_bwd_data(z, embed, dxf, false);
+    head_loss_grads(xf, embed, targets, lse, {scale, dxf, dembed}, z);
+  }
+  // The default's gradients from logits z (overwritten by their gradient).
+  void head_loss_grads(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                       const Tensor& lse, const HeadLossGrads& g, const Tensor& z) {
+    do_cross_entropy_bwd(z, targets, lse, g.scale, z);
+    do_linear_bwd_weight(z, xf, g.dembed);
+    do_linear_bwd_data(z, embed, g.dxf, false);
   }
   virtual void do_adamw_step(const AdamW& h, const Tensor& param, const Tensor& grad,
                              const Tensor& m, const Tensor& v) = 0;

@@ -381,11 +381,15 @@ void check_head(OpChecks& c, const Tensor& xf, const Tensor& embed, const Tensor
 }  // namespace
 
 void Backend::head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
-                            const Tensor& loss, const Tensor& lse) {
+                            const Tensor& loss, const Tensor& lse, const HeadLossGrads& grads) {
   OpChecks c(*this, Op::head_loss_fwd);
   check_head(c, xf, embed, targets, lse);
   c.wide("loss", loss, xf.rows(), 1);
-  c.run([&] { do_head_loss_fwd(xf, embed, targets, loss, lse); });
+  if (grads.dxf.defined() || grads.dembed.defined()) {
+    c.like("grads.dxf", grads.dxf, xf.rows(), xf.cols());
+    c.wide("grads.dembed", grads.dembed, embed.rows(), embed.cols());
+  }
+  c.run([&] { do_head_loss_fwd(xf, embed, targets, loss, lse, grads); });
 }
 
 void Backend::head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,

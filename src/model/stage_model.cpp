@@ -176,7 +176,14 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     Tensor loss = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
     saved.lse = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
     const Tensor embed = params_.param(param_names::kEmbed);
-    if (backend_.head_loss_keeps_no_logits()) {
+    if (backend_.head_loss_keeps_no_logits() && training && in.loss_scale > 0) {
+      // The gradients now, from the same logits (their weight gradient is
+      // then not deferred by a split backward).
+      saved.dxf = backend_.alloc_uninit(dtype_, N, d);
+      saved.dxf_scale = in.loss_scale;
+      backend_.head_loss_fwd(saved.xf, embed, in.targets, loss, saved.lse,
+                             {in.loss_scale, saved.dxf, params_.grad(param_names::kEmbed)});
+    } else if (backend_.head_loss_keeps_no_logits()) {
       backend_.head_loss_fwd(saved.xf, embed, in.targets, loss, saved.lse);
     } else {
       saved.logits = backend_.alloc_uninit(dtype_, N, config_.V);
@@ -214,14 +221,19 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
   if (spec.head) {
     const Tensor embed = params_.param(param_names::kEmbed);
     const Tensor dembed = params_.grad(param_names::kEmbed);
-    Tensor dxf = backend_.alloc_uninit(dtype_, N, d);
-    if (saved.logits.defined()) {
+    Tensor dxf = saved.dxf;  // made by the forward, or now
+    if (dxf.defined()) {
+      require(loss_scale == saved.dxf_scale, "backward: loss scale ", loss_scale,
+              " differs from the ", saved.dxf_scale, " the forward made the head's gradients with");
+    } else if (saved.logits.defined()) {
+      dxf = backend_.alloc_uninit(dtype_, N, d);
       // The logits buffer becomes its own gradient.
       backend_.cross_entropy_bwd(saved.logits, saved.targets, saved.lse, loss_scale,
                                  saved.logits);
       linear_weight_grad(backend_, defer, saved.logits, saved.xf, dembed);
       backend_.linear_bwd_data(saved.logits, embed, dxf, false);
     } else {
+      dxf = backend_.alloc_uninit(dtype_, N, d);
       // Its weight gradient is not deferred: that would make the logits a
       // third time, or keep their gradient whole.
       backend_.head_loss_bwd(saved.xf, embed, saved.targets, saved.lse, loss_scale, dxf, dembed);

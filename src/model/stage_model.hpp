@@ -35,6 +35,10 @@ struct StageInput {
   // Last stage, optional: an F64 [1, 1] accumulator in backend memory that
   // receives += Σ per-token cross-entropy (a fresh one when empty).
   Tensor loss_sum;
+  // Last stage, training, optional: the loss scale of the backward that will
+  // follow (0: not known). A backend whose loss keeps no logits then makes
+  // the head's gradients in the forward, from the same logits.
+  double loss_scale = 0;
 };
 
 struct StageOutput {
@@ -59,6 +63,9 @@ struct StageSaved {
   std::vector<LayerSaved> layers;
   std::vector<Layer13mSaved> layers13m;  // Wiola 13M instead of `layers`
   Tensor x_last, xf, rstd_f, logits, lse;
+  // The head's input gradient, when the forward made it, and its loss scale.
+  Tensor dxf;
+  double dxf_scale = 0;
   bool pending = false;
   // A split backward's queued weight-gradient products (between B and W).
   WeightGradQueue deferred;

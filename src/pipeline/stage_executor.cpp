@@ -216,6 +216,7 @@ class Run {
       if (last) {
         in.targets = upload_tokens(be_, hb.targets);
         in.loss_sum = res_.loss_sums.rows_slice(mb, mb + 1);
+        if (spec_.training) in.loss_scale = spec_.loss_scale;
         res_.loss_tokens[static_cast<std::size_t>(mb)] = hb.target_tokens();
       }
     }

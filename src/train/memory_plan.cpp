@@ -56,10 +56,11 @@ MemoryEstimate estimate_memory(const MemoryPlanInput& in) {
                       : layers * per_layer * tokens * compute * e.in_flight;
   // The last stage's final-norm input and output for each micro-batch in
   // flight, with its logits (their gradient in place) on the CPU; a device's
-  // loss keeps no logits, but makes them a block of rows at a time in fp32,
-  // with their compute-dtype gradient (Backend::head_loss_keeps_no_logits).
+  // loss keeps no logits but the input gradient its forward made, and makes
+  // the logits a block of rows at a time in fp32, with their compute-dtype
+  // gradient (Backend::head_loss_keeps_no_logits).
   if (head && in.device)
-    e.head = 2.0 * c.d * tokens * compute * e.in_flight +
+    e.head = 3.0 * c.d * tokens * compute * e.in_flight +
              std::min(double(Backend::kHeadLossBlockBytes), double(c.V) * tokens * (4.0 + compute));
   else if (head)
     e.head = (double(c.V) + 2.0 * c.d) * tokens * compute * e.in_flight;

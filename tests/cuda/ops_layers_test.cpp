@@ -512,6 +512,21 @@ WIOLA_DEVICE_OP_TEST(CudaLossOps, HeadLossInBlocksOfRowsWithFp32Logits, Op::head
   dev().head_loss_bwd(xf.dev, embed.dev, targets.dev, lse.dev, scale, dxf2.dev, dembed2.dev);
   expect_same_bits(dev(), dxf.dev, dxf2.dev, "head_loss_bwd dxf");
   expect_same_bits(dev(), dembed.dev, dembed2.dev, "head_loss_bwd dembed");
+
+  // A forward given the gradients' outputs makes them from its own blocks
+  // of logits: the same products on the same rows, so the same bits, with
+  // its loss and lse unchanged.
+  Pair loss3 = output_as(DType::F32, n, 1), lse3 = output_as(DType::F32, n, 1);
+  Pair dxf3 = output(n, d), dembed3 = output_as(DType::F32, vocab, d);
+  same_start(dembed3, random_vector(std::size_t(vocab) * d, 63));
+  const Backend::MemoryStats before_both = dev().memory();
+  dev().head_loss_fwd(xf.dev, embed.dev, targets.dev, loss3.dev, lse3.dev,
+                      {scale, dxf3.dev, dembed3.dev});
+  within_one_block(before_both, "head_loss_fwd with gradients");
+  expect_same_bits(dev(), loss3.dev, loss.dev, "head_loss_fwd with gradients: loss");
+  expect_same_bits(dev(), lse3.dev, lse.dev, "head_loss_fwd with gradients: lse");
+  expect_same_bits(dev(), dxf3.dev, dxf2.dev, "head_loss_fwd with gradients: dxf");
+  expect_same_bits(dev(), dembed3.dev, dembed2.dev, "head_loss_fwd with gradients: dembed");
 }
 
 // ---- argument checks --------------------------------------------------------------------
@@ -548,6 +563,8 @@ TEST_P(CudaLayerOpChecks, RefusalsNameTheOpAndTheTensor) {
   const Tensor table = be.alloc(dt, 10, 8), bf16_table = be.alloc(DType::BF16, 10, 8);
   expect_refused([&] { be.head_loss_bwd(x, table, idx, col, 1.0, x, bf16_table); },
                  "head_loss_bwd: dembed is bf16, expected fp32");
+  expect_refused([&] { be.head_loss_fwd(x, table, idx, col, col, {1.0, x, Tensor{}}); },
+                 "head_loss_fwd: grads.dembed");
   expect_refused([&] { be.srpe_fwd(x, idx, col, col, 3, RotaryPairs::Half, x); },
                  "srpe_fwd: head_dim 3");
   expect_refused(

@@ -42,8 +42,10 @@ double sum_of_squares(const std::vector<double>& v) {
   return s;
 }
 
-// Loss and gradients of one forward and backward of the whole model.
-double step(Backend& be, StageModel& m, const Sample& s) {
+// Loss and gradients of one forward and backward of the whole model; with
+// `scale_known`, the forward is told the backward's loss scale, as the
+// trainer's are.
+double step(Backend& be, StageModel& m, const Sample& s, bool scale_known = true) {
   StageInput in;
   in.batch = s.B;
   in.seq = s.T;
@@ -53,6 +55,7 @@ double step(Backend& be, StageModel& m, const Sample& s) {
   be.from_host(s.targets.data(), in.targets);
   double counted = 0;
   for (auto t : s.targets) counted += t >= 0;
+  if (scale_known) in.loss_scale = 1.0 / counted;
   m.params().zero_grads();
   StageSaved saved;
   const StageOutput out = m.forward(in, /*training=*/true, saved);
@@ -128,6 +131,23 @@ TEST_P(CudaWholeStep, LossAndEveryGradientMatchTheCpu) {
 // The second family (arch wiola13m) through the same device ops.
 TEST_P(CudaWholeStep, Wiola13mLossAndEveryGradientMatchTheCpu) {
   expect_whole_step_matches_cpu(preset("wiola13m-tiny"), GetParam());
+}
+
+// The device's head makes its gradients in the forward when the loss scale
+// is known there, else the backward makes its logits again: the same
+// products on the same blocks, so the same bits in every gradient.
+TEST_P(CudaWholeStep, HeadGradientsFromTheForwardAreTheBackwardsBits) {
+  auto dev = cuda_backend();
+  ASSERT_NE(dev, nullptr);
+  const ModelConfig c = preset("wiola-tiny");
+  StageModel m(*dev, c, StageSpec::whole(c), GetParam());
+  m.params().init(11);
+  const Sample s = make_sample(c.V, 12);
+  const double loss_now = step(*dev, m, s, true);
+  const std::vector<double> grads_now = to_host_f64(*dev, m.params().grads());
+  const double loss_later = step(*dev, m, s, false);
+  EXPECT_EQ(loss_now, loss_later);
+  EXPECT_EQ(grads_now, to_host_f64(*dev, m.params().grads()));
 }
 
 TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {

@@ -195,8 +195,14 @@ TEST(HeadLoss, IsTheSeparateOpsBitForBit) {
   be->cross_entropy_bwd(z, tgt, s2, 0.25, z);
   be->linear_bwd_weight(z, xf, de2);
   be->linear_bwd_data(z, embed, dx2, false);
-  for (const auto& [a, b, what] : {std::tuple{l1, l2, "loss"}, {s1, s2, "lse"}, {dx1, dx2, "dxf"},
-                                   {de1, de2, "dembed"}})
+  // The forward given the gradients' outputs: the same ops, in one call.
+  Tensor l3 = be->alloc(dt, n, 1), s3 = be->alloc(dt, n, 1);
+  Tensor dx3 = upload(*be, dt, n, d, dx_start), de3 = upload(*be, dt, v, d, start);
+  be->head_loss_fwd(xf, embed, tgt, l3, s3, {0.25, dx3, de3});
+  for (const auto& [a, b, what] :
+       {std::tuple{l1, l2, "loss"}, {s1, s2, "lse"}, {dx1, dx2, "dxf"}, {de1, de2, "dembed"},
+        {l3, l2, "loss (with gradients)"}, {s3, s2, "lse (with gradients)"},
+        {dx3, dx2, "dxf (made by the forward)"}, {de3, de2, "dembed (made by the forward)"}})
     EXPECT_TRUE(bit_identical(read(*be, a), read(*be, b))) << what;
 }
 

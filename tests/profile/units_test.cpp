@@ -166,12 +166,14 @@ TEST(Projection, FromFlopsOnAClusterWithAChinchillaBudget) {
   EXPECT_NEAR(p.time_to_train_s, p.budget_tokens / o.tokens_per_s, 1e-6 * p.time_to_train_s);
   // The stage boundary message: micro-batch x T x d x 2 bytes, plus a carried summary.
   EXPECT_NEAR(p.input.stages[0].message_bytes, 2.0 * 2048 * 2048 * 2, 1024);
-  // Backward is twice forward, and on the head's stage one more head product:
-  // a GPU's loss makes the logits again (2·d·V FLOPs a token, at 50% of peak).
+  // Backward is twice forward, but on the head's stage two head products
+  // (2·d·V FLOPs a token each, at 50% of peak) move to the forward: a GPU's
+  // loss makes the head's gradients there.
   const double head_s = 2.0 * 2048 * 32000 * 2048 / (989e12 * 0.5);
   for (int k = 0; k < 4; ++k) {
     const auto& st = p.input.stages[std::size_t(k)];
-    EXPECT_NEAR(st.backward_s, 2 * st.forward_s + (k == 3 ? head_s : 0.0), 1e-9 * st.backward_s)
+    const double f = st.forward_s - (k == 3 ? 2 * head_s : 0.0);
+    EXPECT_NEAR(st.backward_s, 2 * f - (k == 3 ? 2 * head_s : 0.0), 1e-9 * st.backward_s)
         << "stage " << k;
   }
   const std::string text = format_projection(p);

@@ -375,9 +375,14 @@ SimInput simulator_input(const ProjectionSpec& spec) {
         const double rate = spec.peak_flops * spec.efficiency;
         st.forward_s = fwd / rate;
         st.backward_s = 2 * st.forward_s;
-        // A GPU's loss keeps no logits: its backward makes them again, one
-        // more head product (Backend::head_loss_keeps_no_logits).
-        if (sp.head) st.backward_s += head_forward_flops_per_token(c) * tokens / rate;
+        // A GPU's loss keeps no logits and makes the head's gradients in the
+        // forward, from the same logits (Backend::head_loss_keeps_no_logits):
+        // two of the head's three products move from backward to forward.
+        if (sp.head) {
+          const double head_s = head_forward_flops_per_token(c) * tokens / rate;
+          st.forward_s += 2 * head_s;
+          st.backward_s -= 2 * head_s;
+        }
         st.optimizer_s = spec.memory_Bps > 0
                              ? params * spec.optimizer_bytes_per_param / spec.memory_Bps
                              : 0.0;

@@ -162,10 +162,12 @@ class CudaBackend final : public Backend {
                             const Tensor& lse) override;
   void do_cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                             double scale, const Tensor& dlogits) override;
-  // z = xf·embedᵀ in fp32, a block of rows at a time; the backward makes a
-  // block's z again, its gradient in the compute dtype, and its two products.
+  // z = xf·embedᵀ in fp32, a block of rows at a time; the gradients (in the
+  // forward when it is given their outputs, else in the backward, which
+  // makes the block's z again): dz in the compute dtype and two products.
   void do_head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
-                        const Tensor& loss, const Tensor& lse) override;
+                        const Tensor& loss, const Tensor& lse,
+                        const HeadLossGrads& grads) override;
   void do_head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
                         const Tensor& lse, double scale, const Tensor& dxf,
                         const Tensor& dembed) override;
@@ -181,6 +183,9 @@ class CudaBackend final : public Backend {
   // Rows per block of the head's loss: within head_block_bytes_, all blocks
   // of one size (the last may be shorter by less than their number).
   std::int64_t head_block_rows(std::int64_t n, std::int64_t vocab, DType dtype) const;
+  // Per block: the logits; the loss (given `loss`); the gradients (given `grads`).
+  void head_loss_blocks(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                        const Tensor& lse, const Tensor* loss, const HeadLossGrads* grads);
   int device_;
   Stream stream_ = nullptr;
   std::shared_ptr<Memory> memory_;  // shared with every allocation's deleter

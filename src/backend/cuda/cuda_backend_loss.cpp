@@ -1,7 +1,9 @@
 // CudaBackend: the cross-entropy loss, and the head's logits with their loss
 // a block of rows at a time (head_loss_fwd/bwd): a block's logits are made
 // in fp32 by one product and read by the loss kernel, so [N, V] logits never
-// exist and the loss never reads them rounded to bf16.
+// exist and the loss never reads them rounded to bf16. A forward given the
+// gradients' outputs makes them from the same block; a backward makes the
+// block's logits again.
 #include <algorithm>
 
 #include "backend/cuda/cuda_backend.hpp"
@@ -47,39 +49,41 @@ void count_head_floor(std::int64_t n, std::int64_t vocab, DType dtype, int logit
 }  // namespace
 
 void CudaBackend::do_head_loss_fwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
-                                   const Tensor& loss, const Tensor& lse) {
-  const std::int64_t n = xf.rows(), rows = head_block_rows(n, embed.rows(), xf.dtype());
-  if (n == 0) return;
-  count_head_floor(n, embed.rows(), xf.dtype(), 1, 4 + 4 + 4);
-  const Tensor z = do_alloc_uninit(DType::F32, rows, embed.rows());
-  for (std::int64_t r0 = 0; r0 < n; r0 += rows) {
-    const std::int64_t r1 = std::min(n, r0 + rows);
-    const Tensor zb = z.rows_slice(0, r1 - r0);
-    do_linear_fwd(xf.rows_slice(r0, r1), embed, zb, false);
-    kernels::cross_entropy_fwd(zb, targets.rows_slice(r0, r1), loss.rows_slice(r0, r1),
-                               lse.rows_slice(r0, r1), stream_);
-  }
+                                   const Tensor& loss, const Tensor& lse,
+                                   const HeadLossGrads& grads) {
+  head_loss_blocks(xf, embed, targets, lse, &loss, grads.dxf.defined() ? &grads : nullptr);
 }
 
 void CudaBackend::do_head_loss_bwd(const Tensor& xf, const Tensor& embed, const Tensor& targets,
                                    const Tensor& lse, double scale, const Tensor& dxf,
                                    const Tensor& dembed) {
-  const std::int64_t n = xf.rows(), rows = head_block_rows(n, embed.rows(), xf.dtype());
+  const HeadLossGrads grads{scale, dxf, dembed};
+  head_loss_blocks(xf, embed, targets, lse, nullptr, &grads);
+}
+
+void CudaBackend::head_loss_blocks(const Tensor& xf, const Tensor& embed, const Tensor& targets,
+                                   const Tensor& lse, const Tensor* loss,
+                                   const HeadLossGrads* grads) {
+  const std::int64_t n = xf.rows(), vocab = embed.rows();
   if (n == 0) return;
-  count_head_floor(n, embed.rows(), xf.dtype(), 2, 4 + 4);
-  const Tensor z = do_alloc_uninit(DType::F32, rows, embed.rows());
+  count_head_floor(n, vocab, xf.dtype(), (loss ? 1 : 0) + (grads ? 2 : 0),
+                   (loss ? 4 + 4 + 4 : 0) + (grads ? 4 + 4 : 0));
+  const std::int64_t rows = head_block_rows(n, vocab, xf.dtype());
+  const Tensor z = do_alloc_uninit(DType::F32, rows, vocab);
   // The products read the gradient in the compute dtype; fp32 overwrites z.
-  const Tensor dz =
-      xf.dtype() == DType::F32 ? z : do_alloc_uninit(xf.dtype(), rows, embed.rows());
+  const Tensor dz = !grads || xf.dtype() == DType::F32 ? z
+                                                        : do_alloc_uninit(xf.dtype(), rows, vocab);
   for (std::int64_t r0 = 0; r0 < n; r0 += rows) {
     const std::int64_t r1 = std::min(n, r0 + rows);
-    const Tensor zb = z.rows_slice(0, r1 - r0), dzb = dz.rows_slice(0, r1 - r0);
-    const Tensor xb = xf.rows_slice(r0, r1);
+    const Tensor zb = z.rows_slice(0, r1 - r0), xb = xf.rows_slice(r0, r1);
+    const Tensor tb = targets.rows_slice(r0, r1), lb = lse.rows_slice(r0, r1);
     do_linear_fwd(xb, embed, zb, false);
-    kernels::cross_entropy_bwd(zb, targets.rows_slice(r0, r1), lse.rows_slice(r0, r1), scale,
-                               dzb, stream_);
-    do_linear_bwd_weight(dzb, xb, dembed);
-    do_linear_bwd_data(dzb, embed, dxf.rows_slice(r0, r1), false);
+    if (loss) kernels::cross_entropy_fwd(zb, tb, loss->rows_slice(r0, r1), lb, stream_);
+    if (!grads) continue;
+    const Tensor dzb = dz.rows_slice(0, r1 - r0);
+    kernels::cross_entropy_bwd(zb, tb, lb, grads->scale, dzb, stream_);
+    do_linear_bwd_weight(dzb, xb, grads->dembed);
+    do_linear_bwd_data(dzb, embed, grads->dxf.rows_slice(r0, r1), false);
   }
 }
 
