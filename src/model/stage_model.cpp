@@ -176,15 +176,16 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
     Tensor loss = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
     saved.lse = backend_.alloc_uninit(wide_dtype(dtype_), N, 1);
     const Tensor embed = params_.param(param_names::kEmbed);
-    if (backend_.head_loss_keeps_no_logits() && training && in.loss_scale > 0) {
-      // The gradients now, from the same logits (their weight gradient is
-      // then not deferred by a split backward).
-      saved.dxf = backend_.alloc_uninit(dtype_, N, d);
-      saved.dxf_scale = in.loss_scale;
-      backend_.head_loss_fwd(saved.xf, embed, in.targets, loss, saved.lse,
-                             {in.loss_scale, saved.dxf, params_.grad(param_names::kEmbed)});
-    } else if (backend_.head_loss_keeps_no_logits()) {
-      backend_.head_loss_fwd(saved.xf, embed, in.targets, loss, saved.lse);
+    if (backend_.head_loss_keeps_no_logits()) {
+      HeadLossGrads grads;
+      if (training && in.loss_scale > 0) {
+        // The gradients now, from the same logits (their weight gradient is
+        // then not deferred by a split backward).
+        saved.dxf = backend_.alloc_uninit(dtype_, N, d);
+        saved.dxf_scale = in.loss_scale;
+        grads = {in.loss_scale, saved.dxf, params_.grad(param_names::kEmbed)};
+      }
+      backend_.head_loss_fwd(saved.xf, embed, in.targets, loss, saved.lse, grads);
     } else {
       saved.logits = backend_.alloc_uninit(dtype_, N, config_.V);
       backend_.linear_fwd(saved.xf, embed, saved.logits, false);
