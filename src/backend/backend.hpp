@@ -146,6 +146,13 @@ class Backend {
   // backward a second time, so a caller keeps the forward's logits instead
   // and runs linear_fwd and the cross-entropy ops itself (the CPU).
   virtual bool head_loss_keeps_no_logits() const { return false; }
+  // Whether products that share a weight run as one product over their
+  // inputs' rows where those lie one after another in memory (a stage's
+  // GCLA summaries, and their gradients): true where one larger product
+  // costs less than several (CUDA: one launch). The CPU runs the products
+  // it always ran: OpenBLAS may sum a product of more rows in another order,
+  // and its results would change.
+  virtual bool joins_row_products() const { return false; }
   // What a backend whose head loss keeps no logits takes for one block of
   // rows by default (their fp32 logits and compute-dtype gradient):
   // wiola-1.5b's 8,192 rows of 32,000 logits go in 6 blocks of 1,366 rows,

@@ -56,6 +56,15 @@ class Tensor {
     require(rows * cols == numel(), "reshape ", rows_, "x", cols_, " to ", rows, "x", cols);
     return Tensor(storage_, data_, dtype_, device_, rows, cols, cols);
   }
+  // This view and `next` as one view of both their rows, when next's rows
+  // follow this view's in the same allocation with the same columns and
+  // stride; an undefined Tensor otherwise.
+  Tensor rows_joined(const Tensor& next) const {
+    if (!defined() || next.storage_ != storage_ || next.dtype_ != dtype_ ||
+        next.cols_ != cols_ || next.ld_ != ld_ || next.data_ != data_ + rows_ * ld_ * es())
+      return Tensor{};
+    return Tensor(storage_, data_, dtype_, device_, rows_ + next.rows_, cols_, ld_);
+  }
   // Elements [off, off + n) of a contiguous tensor, as a 1 x n vector.
   Tensor range(std::int64_t off, std::int64_t n) const {
     require(contiguous(), "range of a strided view");

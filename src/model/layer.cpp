@@ -62,6 +62,16 @@ LayerWeights views(const ParamStore& store, int layer, bool grads) {
   return w;
 }
 
+// The parts as one view of all their rows when each follows the one before
+// in memory (a stage keeps its summaries and their gradients so); else an
+// undefined Tensor.
+Tensor rows_joined(std::span<const Tensor> parts) {
+  if (parts.empty()) return Tensor{};
+  Tensor all = parts.front();
+  for (std::size_t i = 1; i < parts.size() && all.defined(); ++i) all = all.rows_joined(parts[i]);
+  return all;
+}
+
 }  // namespace
 
 LayerWeights LayerWeights::params(const ParamStore& store, int layer) {
@@ -289,9 +299,16 @@ void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const 
   s.ckv.clear();
   s.ctx_k.clear();
   s.ctx_v.clear();
+  std::int64_t rows = 0;
+  for (const Tensor& summary : ctx) rows += summary.rows();
+  const Tensor all = output(rows, 2 * kvd);  // [Kc | Vc] of each summary, one after another
+  const Tensor joined = be_.joins_row_products() ? rows_joined(ctx) : Tensor{};
+  if (joined.defined()) be_.linear_fwd(joined, w_.wckv, all, false);
+  std::int64_t r = 0;
   for (const Tensor& summary : ctx) {  // one product over [wck; wcv] per summary
-    s.ckv.push_back(output(summary.rows(), 2 * kvd));
-    be_.linear_fwd(summary, w_.wckv, s.ckv.back(), false);
+    s.ckv.push_back(all.rows_slice(r, r + summary.rows()));
+    r += summary.rows();
+    if (!joined.defined()) be_.linear_fwd(summary, w_.wckv, s.ckv.back(), false);
     s.ctx_k.push_back(s.ckv.back().cols_slice(0, kvd));
     s.ctx_v.push_back(s.ckv.back().cols_slice(kvd, 2 * kvd));
   }
@@ -414,8 +431,13 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   Tensor dkv = output(N, 2 * kvd);
   const Tensor dk = dkv.cols_slice(0, kvd), dv = dkv.cols_slice(kvd, 2 * kvd);
   std::vector<Tensor> dckv, dck, dcv;
+  std::int64_t ctx_rows = 0;
+  for (const Tensor& ck : s.ctx_k) ctx_rows += ck.rows();
+  const Tensor dckv_all = output(ctx_rows, 2 * kvd);  // as the forward's s.ckv
+  std::int64_t r = 0;
   for (const Tensor& ck : s.ctx_k) {
-    dckv.push_back(output(ck.rows(), 2 * kvd));
+    dckv.push_back(dckv_all.rows_slice(r, r + ck.rows()));
+    r += ck.rows();
     dck.push_back(dckv.back().cols_slice(0, kvd));
     dcv.push_back(dckv.back().cols_slice(kvd, 2 * kvd));
   }
@@ -425,10 +447,18 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
                     AttentionGateGrad{s.glog, s.o, dyv, dglog},
                     fused_srpe ? srpe(plan) : AttentionRotary{});
 
-  // Context projections: gradients into the summaries and their weights.
-  for (std::size_t c = 0; c < ctx.size(); ++c) {
-    linear_weight_grad(be_, defer_, dckv[c], ctx[c], g_.wckv);
-    be_.linear_bwd_data(dckv[c], w_.wckv, dctx[c], true);
+  // Context projections: gradients into the summaries and their weights,
+  // one product each over all summaries where the backend joins them.
+  const Tensor joined = be_.joins_row_products() ? rows_joined(ctx) : Tensor{};
+  const Tensor djoined = joined.defined() ? rows_joined(dctx) : Tensor{};
+  if (djoined.defined()) {
+    linear_weight_grad(be_, defer_, dckv_all, joined, g_.wckv);
+    be_.linear_bwd_data(dckv_all, w_.wckv, djoined, true);
+  } else {
+    for (std::size_t c = 0; c < ctx.size(); ++c) {
+      linear_weight_grad(be_, defer_, dckv[c], ctx[c], g_.wckv);
+      be_.linear_bwd_data(dckv[c], w_.wckv, dctx[c], true);
+    }
   }
 
   if (!fused_srpe) {

@@ -93,11 +93,8 @@ std::int64_t StageModel::merged_tokens(const StageSaved& saved) {
   return n;
 }
 
-Tensor StageModel::summary_of(const Tensor& x, int batch, int seq) {
-  const std::int64_t rows = config_.summary == SummaryMode::Causal ? x.rows() : batch;
-  Tensor s = backend_.alloc_uninit(dtype_, rows, config_.d);  // written whole
-  backend_.summary_fwd(config_.summary, x, batch, seq, s);
-  return s;
+std::int64_t StageModel::summary_rows(int batch, int seq) const {
+  return config_.summary == SummaryMode::Causal ? std::int64_t(batch) * seq : batch;
 }
 
 StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved& saved,
@@ -130,7 +127,6 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
             "forward: stage starting at layer ", spec.first_layer, " needs ",
             carry_count(spec.first_layer), " carried summaries, got ", in.carry.size());
     x = in.x;
-    saved.summaries = in.carry;
   }
 
   if (!config_.main_family()) {
@@ -140,10 +136,31 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   const std::size_t begin = chunk_begin_[std::size_t(in.chunk)];
   const std::size_t count = config_.main_family() ? chunk_begin_[std::size_t(in.chunk) + 1] - begin : 0;
   saved.layers.resize(count);
+  // The carried summaries and this chunk's own, one after another in one
+  // buffer, so that a layer's context is one run of rows
+  // (Backend::joins_row_products).
+  const std::int64_t srows = summary_rows(B, T);
+  const Tensor summaries =
+      count > 0 ? backend_.alloc_uninit(dtype_, srows * std::int64_t(in.carry.size() + count), d)
+                : Tensor{};
+  const auto slot = [&](std::size_t j) {
+    return summaries.rows_slice(srows * std::int64_t(j), srows * std::int64_t(j + 1));
+  };
+  if (count > 0) {
+    for (const Tensor& c : in.carry) {
+      require(c.rows() == srows && c.cols() == d, "forward: a carried summary is ", c.rows(),
+              "x", c.cols(), ", expected ", srows, "x", d);
+      saved.summaries.push_back(slot(saved.summaries.size()));
+      backend_.copy(c, saved.summaries.back());
+    }
+  } else {
+    saved.summaries = in.carry;
+  }
   for (std::size_t i = 0; i < count; ++i) {
     DecoderLayer& layer = layers_[begin + i];
     const int l = layer.index();
-    saved.summaries.push_back(summary_of(x, B, T));  // s_l
+    saved.summaries.push_back(slot(saved.summaries.size()));  // s_l, written whole
+    backend_.summary_fwd(config_.summary, x, B, T, saved.summaries.back());
     const int ctx_first = std::max(base, l - config_.Lambda + 1);
     std::span<const Tensor> ctx(saved.summaries.data() + (ctx_first - base), l - ctx_first + 1);
     std::shared_ptr<const DevicePlan> plan;
@@ -214,9 +231,17 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
   WeightGradQueue* defer = split ? &saved.deferred : nullptr;
   LayerBoundaries* const boundaries = split ? nullptr : boundaries_now;
 
-  // Gradient accumulators of every summary this stage touched.
+  // Gradient accumulators of every summary this stage touched, laid out as
+  // the summaries are (one zeroed buffer).
   std::vector<Tensor> ds;
-  for (const Tensor& s : saved.summaries) ds.push_back(alloc(s.rows(), s.cols()));
+  std::int64_t ds_rows = 0;
+  for (const Tensor& s : saved.summaries) ds_rows += s.rows();
+  const Tensor ds_all = ds_rows > 0 ? alloc(ds_rows, d) : Tensor{};
+  ds_rows = 0;
+  for (const Tensor& s : saved.summaries) {
+    ds.push_back(ds_all.rows_slice(ds_rows, ds_rows + s.rows()));
+    ds_rows += s.rows();
+  }
 
   Tensor dx;
   if (spec.head) {

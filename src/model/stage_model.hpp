@@ -137,7 +137,9 @@ class StageModel {
   std::shared_ptr<const DevicePlan> plain_plan_for(int batch, int seq);
   Tensor alloc(std::int64_t rows, std::int64_t cols) const;
   int summary_base(int chunk) const;
-  Tensor summary_of(const Tensor& x, int batch, int seq);
+  // Rows of one GCLA summary of a micro-batch: a row per token (causal), or
+  // per sequence.
+  std::int64_t summary_rows(int batch, int seq) const;
   // Wiola 13M's layers, forward and backward (no summaries).
   Tensor forward_layers_13m(Tensor x, bool training, StageSaved& saved,
                             LayerBoundaries* boundaries);

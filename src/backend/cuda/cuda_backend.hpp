@@ -36,6 +36,7 @@ class CudaBackend final : public Backend {
   void reserve_memory(std::size_t bytes) override;
   // The head's loss keeps no logits (cuda_backend_loss.cpp).
   bool head_loss_keeps_no_logits() const override { return true; }
+  bool joins_row_products() const override { return true; }
   void set_head_loss_block_bytes(std::size_t bytes) override { head_block_bytes_ = bytes; }
 
  protected:
