@@ -146,13 +146,15 @@ class Backend {
   // backward a second time, so a caller keeps the forward's logits instead
   // and runs linear_fwd and the cross-entropy ops itself (the CPU).
   virtual bool head_loss_keeps_no_logits() const { return false; }
-  // Whether products that share a weight run as one product over their
-  // inputs' rows where those lie one after another in memory (a stage's
-  // GCLA summaries, and their gradients): true where one larger product
-  // costs less than several (CUDA: one launch). The CPU runs the products
-  // it always ran: OpenBLAS may sum a product of more rows in another order,
-  // and its results would change.
-  virtual bool joins_row_products() const { return false; }
+  // Whether products that share an operand run as one product where their
+  // other operands lie side by side in memory: the context projections of a
+  // layer's summaries (kept one after another), and a plain layer's Q, gate,
+  // K and V over [W_q; W_gate; W_k; W_v] with the weight gradient and the
+  // data gradient's sum likewise. True where one larger product costs less
+  // than several (CUDA: one launch). The CPU runs the products it always
+  // ran: OpenBLAS may sum a larger product in another order, and its
+  // results would change.
+  virtual bool joins_products() const { return false; }
   // What a backend whose head loss keeps no logits takes for one block of
   // rows by default (their fp32 logits and compute-dtype gradient):
   // wiola-1.5b's 8,192 rows of 32,000 logits go in 6 blocks of 1,366 rows,
@@ -321,6 +323,13 @@ class Backend {
   // y = GELU(x), exact: x Φ(x) = x (1 + erf(x/√2)) / 2
   void gelu_fwd(const Tensor& x, const Tensor& y);
   void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx);
+  // The DSFF's two activations of the same rows, ha = SiLU(ga) ⊙ ua
+  // ([N, dA]) and hb = GELU(ub) ([N, dB]), and their gradients: by default
+  // silu_mul and gelu one after the other; a device runs both in one pass.
+  void dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub, const Tensor& ha,
+                    const Tensor& hb);
+  void dsff_act_bwd(const Tensor& ga, const Tensor& ua, const Tensor& dha, const Tensor& ub,
+                    const Tensor& dhb, const Tensor& dga, const Tensor& dua, const Tensor& dub);
   // DSFF fusion: α = σ(logits), out = α ⊙ a + (1 − α) ⊙ b
   void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& out);
   void fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,
@@ -534,6 +543,17 @@ class Backend {
                                const Tensor& du) = 0;
   virtual void do_gelu_fwd(const Tensor& x, const Tensor& y) = 0;
   virtual void do_gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) = 0;
+  virtual void do_dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub,
+                               const Tensor& ha, const Tensor& hb) {
+    do_silu_mul_fwd(ga, ua, ha);
+    do_gelu_fwd(ub, hb);
+  }
+  virtual void do_dsff_act_bwd(const Tensor& ga, const Tensor& ua, const Tensor& dha,
+                               const Tensor& ub, const Tensor& dhb, const Tensor& dga,
+                               const Tensor& dua, const Tensor& dub) {
+    do_gelu_bwd(ub, dhb, dub);
+    do_silu_mul_bwd(ga, ua, dha, dga, dua);
+  }
   virtual void do_fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                              const Tensor& out) = 0;
   virtual void do_fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b,

@@ -228,6 +228,31 @@ void Backend::gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   c.run([&] { do_gelu_bwd(x, dy, dx); });
 }
 
+// The two branches' activations: each branch's views of one shape, both
+// branches over the same rows.
+void Backend::dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub, const Tensor& ha,
+                           const Tensor& hb) {
+  OpChecks c(*this, Op::dsff_act_fwd);
+  check_elementwise(c, {{"ga", &ga}, {"ua", &ua}, {"ha", &ha}});
+  check_elementwise(c, {{"ub", &ub}, {"hb", &hb}});
+  c.require(ub.dtype() == ga.dtype() && ub.rows() == ga.rows(), "ub is ", dims(ub), " ",
+            dtype_name(ub.dtype()), " but ga is ", dims(ga), " ", dtype_name(ga.dtype()),
+            " (the same rows and dtype)");
+  c.run([&] { do_dsff_act_fwd(ga, ua, ub, ha, hb); });
+}
+
+void Backend::dsff_act_bwd(const Tensor& ga, const Tensor& ua, const Tensor& dha, const Tensor& ub,
+                           const Tensor& dhb, const Tensor& dga, const Tensor& dua,
+                           const Tensor& dub) {
+  OpChecks c(*this, Op::dsff_act_bwd);
+  check_elementwise(c, {{"ga", &ga}, {"ua", &ua}, {"dha", &dha}, {"dga", &dga}, {"dua", &dua}});
+  check_elementwise(c, {{"ub", &ub}, {"dhb", &dhb}, {"dub", &dub}});
+  c.require(ub.dtype() == ga.dtype() && ub.rows() == ga.rows(), "ub is ", dims(ub), " ",
+            dtype_name(ub.dtype()), " but ga is ", dims(ga), " ", dtype_name(ga.dtype()),
+            " (the same rows and dtype)");
+  c.run([&] { do_dsff_act_bwd(ga, ua, dha, ub, dhb, dga, dua, dub); });
+}
+
 void Backend::fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                          const Tensor& out) {
   OpChecks c(*this, Op::fusion_fwd);

@@ -40,16 +40,20 @@ LayerWeights views(const ParamStore& store, int layer, bool grads) {
   w.b_up = get(role::kBUp);
   w.b_down = get(role::kBDown);
   w.fuse = get(role::kFuse);
-  // [first; ...; last] as one [rows, in] matrix: neighbours in the flat buffer.
-  auto stacked = [&](std::initializer_list<const char*> roles) {
+  // [first; ...; last] as one [rows, in] matrix: neighbours in the flat
+  // buffer. Where they are not (padding between them), an undefined Tensor,
+  // or an error when `required`.
+  auto stacked = [&](std::initializer_list<const char*> roles, bool required = true) {
     const ParamLayout& layout = store.layout();
     const ParamSpec& first = layout.find(param_names::layer_param(layer, *roles.begin()));
     std::int64_t rows = 0;
     for (const char* r : roles) {
       const ParamSpec& p = layout.find(param_names::layer_param(layer, r));
-      require(p.offset == first.offset + rows * first.cols && p.cols == first.cols,
-              "layer ", layer, ": ", p.name, " does not follow its neighbour in the parameter "
-              "buffer (the canonical order changed?)");
+      if (p.offset != first.offset + rows * first.cols || p.cols != first.cols) {
+        require(!required, "layer ", layer, ": ", p.name, " does not follow its neighbour in "
+                "the parameter buffer (the canonical order changed?)");
+        return Tensor{};
+      }
       rows += p.rows;
     }
     const Tensor& flat = grads ? store.grads() : store.params();
@@ -59,6 +63,7 @@ LayerWeights views(const ParamStore& store, int layer, bool grads) {
   w.wkv = stacked({role::kKProj, role::kVProj});
   w.wckv = stacked({role::kCtxKProj, role::kCtxVProj});
   w.a_gate_up = stacked({role::kAGate, role::kAUp});
+  w.wqgkv = stacked({role::kQProj, role::kGateProj, role::kKProj, role::kVProj}, false);
   return w;
 }
 
@@ -127,6 +132,10 @@ Tensor DecoderLayer::output(std::int64_t rows, std::int64_t cols) const {
 
 Tensor DecoderLayer::output_stats(std::int64_t rows, std::int64_t cols) const {
   return be_.alloc_uninit(wide_dtype(sh_.dtype), rows, cols);
+}
+
+bool DecoderLayer::joins_qkv(const DevicePlan& plan) const {
+  return plan.kind == PlanKind::Plain && be_.joins_products() && w_.wqgkv.defined();
 }
 
 std::shared_ptr<const DevicePlan> DecoderLayer::atm_plan(const Tensor& xn, int batch,
@@ -261,13 +270,22 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   // is one product everywhere: it keeps its bits). Every mode runs the same
   // products (query side on xq, key/value side on xkv), so causal ATM with
   // nothing merged stays plain GCLA bit for bit.
-  s.qg = output(N, 2 * hd);
+  if (joins_qkv(plan)) {
+    // [Q | G | K | V] of one product (xq and xkv are the same rows).
+    const Tensor qgkv = output(N, 2 * hd + 2 * kvd);
+    const std::int64_t parts[] = {hd, hd, 2 * kvd};
+    be_.linear_fwd_stacked(xq, w_.wqgkv, parts, qgkv);
+    s.qg = qgkv.cols_slice(0, 2 * hd);
+    s.kv = qgkv.cols_slice(2 * hd, 2 * hd + 2 * kvd);
+  } else {
+    s.qg = output(N, 2 * hd);
+    const std::int64_t q_and_gate[] = {hd, hd};
+    be_.linear_fwd_stacked(xq, w_.wqg, q_and_gate, s.qg);
+    s.kv = output(N, 2 * kvd);
+    be_.linear_fwd(xkv, w_.wkv, s.kv, false);
+  }
   s.q = s.qg.cols_slice(0, hd);
   s.glog = s.qg.cols_slice(hd, 2 * hd);
-  const std::int64_t q_and_gate[] = {hd, hd};
-  be_.linear_fwd_stacked(xq, w_.wqg, q_and_gate, s.qg);
-  s.kv = output(N, 2 * kvd);
-  be_.linear_fwd(xkv, w_.wkv, s.kv, false);
   s.k = s.kv.cols_slice(0, kvd);
   s.v = s.kv.cols_slice(kvd, 2 * kvd);
   // SRPE: inside the attention op where its kernels rotate as they read (Q
@@ -302,7 +320,7 @@ void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const 
   std::int64_t rows = 0;
   for (const Tensor& summary : ctx) rows += summary.rows();
   const Tensor all = output(rows, 2 * kvd);  // [Kc | Vc] of each summary, one after another
-  const Tensor joined = be_.joins_row_products() ? rows_joined(ctx) : Tensor{};
+  const Tensor joined = be_.joins_products() ? rows_joined(ctx) : Tensor{};
   if (joined.defined()) be_.linear_fwd(joined, w_.wckv, all, false);
   std::int64_t r = 0;
   for (const Tensor& summary : ctx) {  // one product over [wck; wcv] per summary
@@ -337,12 +355,11 @@ Tensor DecoderLayer::dsff_forward(const Tensor& xn2, LayerSaved& s) const {
   be_.linear_fwd(xn2, w_.a_gate_up, s.gu, false);
   s.ga = s.gu.cols_slice(0, c_.dA);
   s.ua = s.gu.cols_slice(c_.dA, 2 * c_.dA);
-  s.ha = output(N, c_.dA);
-  be_.silu_mul_fwd(s.ga, s.ua, s.ha);
   s.ub = output(N, c_.dB);
   be_.linear_fwd(xn2, w_.b_up, s.ub, false);
+  s.ha = output(N, c_.dA);
   s.hb = output(N, c_.dB);
-  be_.gelu_fwd(s.ub, s.hb);
+  be_.dsff_act_fwd(s.ga, s.ua, s.ub, s.ha, s.hb);
   // a and b live side by side so the fusion gate is one GEMM over [a; b].
   s.ab = output(N, 2 * d);  // both halves written below
   const Tensor a = s.ab.cols_slice(0, d), b = s.ab.cols_slice(d, 2 * d);
@@ -426,9 +443,13 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   // dQ beside the gate logits' gradient, dK beside dV, each context dK beside
   // its dV: the products of the forward's stacked weights, backwards.
   // The attention op writes them whole, and dO and dG from dY (its gate).
-  Tensor dqg = output(N, 2 * hd), d_o = output(N, hd);
+  // Joined (joins_qkv): [dQ | dG | dK | dV] in one tensor, as the forward's.
+  const bool joined_qkv = joins_qkv(plan);
+  const Tensor dqgkv = joined_qkv ? output(N, 2 * hd + 2 * kvd) : Tensor{};
+  const Tensor dqg = joined_qkv ? dqgkv.cols_slice(0, 2 * hd) : output(N, 2 * hd);
+  const Tensor dkv = joined_qkv ? dqgkv.cols_slice(2 * hd, 2 * hd + 2 * kvd) : output(N, 2 * kvd);
+  const Tensor d_o = output(N, hd);
   const Tensor dq = dqg.cols_slice(0, hd), dglog = dqg.cols_slice(hd, 2 * hd);
-  Tensor dkv = output(N, 2 * kvd);
   const Tensor dk = dkv.cols_slice(0, kvd), dv = dkv.cols_slice(kvd, 2 * kvd);
   std::vector<Tensor> dckv, dck, dcv;
   std::int64_t ctx_rows = 0;
@@ -449,7 +470,7 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
 
   // Context projections: gradients into the summaries and their weights,
   // one product each over all summaries where the backend joins them.
-  const Tensor joined = be_.joins_row_products() ? rows_joined(ctx) : Tensor{};
+  const Tensor joined = be_.joins_products() ? rows_joined(ctx) : Tensor{};
   const Tensor djoined = joined.defined() ? rows_joined(dctx) : Tensor{};
   if (djoined.defined()) {
     linear_weight_grad(be_, defer_, dckv_all, joined, g_.wckv);
@@ -466,6 +487,13 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
     be_.srpe_bwd(dk, plan.pos_kv, sh_.srpe_cos, sh_.srpe_sin, dh, RotaryPairs::Half, dk);
   }
 
+  if (joined_qkv) {  // one product each way over [W_q; W_gate; W_k; W_v]
+    linear_weight_grad(be_, defer_, dqgkv, xq, g_.wqgkv);
+    Tensor dxn = output(N, c_.d);
+    const std::int64_t parts[] = {hd, hd, 2 * kvd};
+    be_.linear_bwd_data_stacked(dqgkv, w_.wqgkv, parts, dxn, false);
+    return dxn;
+  }
   linear_weight_grad(be_, defer_, dqg, xq, g_.wqg);
   // On the CPU two products (dQ·W_q, then + dG·W_gate), not one over twice
   // the depth: the sum keeps the order (and so the bits) it always had there.
@@ -505,9 +533,9 @@ Tensor DecoderLayer::dsff_backward(const Tensor& dout, LayerSaved& s) {
   linear_weight_grad(be_, defer_, db, s.hb, g_.b_down);
 
   Tensor dub = output(N, c_.dB);
-  be_.gelu_bwd(s.ub, dhb, dub);
   Tensor dgu = output(N, 2 * c_.dA);  // d(G_A x) beside d(U_A x)
-  be_.silu_mul_bwd(s.ga, s.ua, dha, dgu.cols_slice(0, c_.dA), dgu.cols_slice(c_.dA, 2 * c_.dA));
+  be_.dsff_act_bwd(s.ga, s.ua, dha, s.ub, dhb, dgu.cols_slice(0, c_.dA),
+                   dgu.cols_slice(c_.dA, 2 * c_.dA), dub);
 
   Tensor dxn2 = output(N, d);
   be_.linear_bwd_data(dub, w_.b_up, dxn2, false);

@@ -20,11 +20,13 @@ namespace wiola {
 // wcv], a_gate_up = [a_gate; a_up] (rows stacked, [out, in]), and wqg =
 // [wq; wgate], one GEMM for the weight gradient everywhere and for the
 // forward and data gradient on a device (linear_fwd_stacked; layer.cpp says
-// why not on the CPU).
+// why not on the CPU). wqgkv = [wq; wgate; wk; wv] where the four follow
+// one another with no padding between them (else undefined): a plain
+// layer's one product for all four on a device (Backend::joins_products).
 struct LayerWeights {
   Tensor attn_gamma, attn_delta, wq, wk, wv, wck, wcv, wgate, wo, phi;
   Tensor ffn_gamma, ffn_delta, a_gate, a_up, a_down, b_up, b_down, fuse;
-  Tensor wqg, wkv, wckv, a_gate_up;
+  Tensor wqg, wkv, wckv, a_gate_up, wqgkv;
   static LayerWeights params(const ParamStore& store, int layer);
   static LayerWeights grads(const ParamStore& store, int layer);
 };
@@ -114,6 +116,9 @@ class DecoderLayer {
   // Not zero-filled: for a tensor the next op writes whole (Backend::alloc_uninit).
   Tensor output(std::int64_t rows, std::int64_t cols) const;
   Tensor output_stats(std::int64_t rows, std::int64_t cols) const;
+  // Whether Q, gate, K and V are one product over w_.wqgkv: a plain plan (both
+  // read the same rows) on a backend that joins products.
+  bool joins_qkv(const DevicePlan& plan) const;
   Tensor attention_forward(const Tensor& xq, const Tensor& xkv, std::span<const Tensor> ctx,
                            const DevicePlan& plan, int batch, int seq, LayerSaved& s);
   Tensor attention_backward(const Tensor& da, std::span<const Tensor> ctx,

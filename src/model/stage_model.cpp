@@ -138,7 +138,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   saved.layers.resize(count);
   // The carried summaries and this chunk's own, one after another in one
   // buffer, so that a layer's context is one run of rows
-  // (Backend::joins_row_products).
+  // (Backend::joins_products).
   const std::int64_t srows = summary_rows(B, T);
   const Tensor summaries =
       count > 0 ? backend_.alloc_uninit(dtype_, srows * std::int64_t(in.carry.size() + count), d)

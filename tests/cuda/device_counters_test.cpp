@@ -60,6 +60,31 @@ TEST(DeviceCounters, EachRuntimeCallIsCountedOnce) {
   EXPECT_EQ(d.host_syncs, 0);
 }
 
+// The DSFF's two activations: one launch moving exactly their operands
+// where every view's rows hold whole 16-byte packs, else one launch each.
+TEST(DeviceCounters, TheDsffActivationsAreOneLaunchWhereTheirViewsAllow) {
+  cuda::CudaBackend be(0);
+  for (const int da : {16, 13}) {
+    SCOPED_TRACE(da);
+    const int n = 5, db = 4 * da;
+    const Tensor gu = be.alloc(DType::BF16, n, 2 * da), ub = be.alloc(DType::BF16, n, db);
+    const Tensor ga = gu.cols_slice(0, da), ua = gu.cols_slice(da, 2 * da);
+    const Tensor ha = be.alloc(DType::BF16, n, da), hb = be.alloc(DType::BF16, n, db);
+    const Tensor dgu = be.alloc(DType::BF16, n, 2 * da), dub = be.alloc(DType::BF16, n, db);
+    const std::int64_t expected = da % 8 == 0 ? 1 : 2;
+    DeviceCounts before = device_counts();
+    be.dsff_act_fwd(ga, ua, ub, ha, hb);
+    DeviceCounts d = device_counts() - before;
+    EXPECT_EQ(d.launches, expected);
+    EXPECT_EQ(d.kernel_bytes, d.floor_bytes);
+    before = device_counts();
+    be.dsff_act_bwd(ga, ua, ha, ub, hb, dgu.cols_slice(0, da), dgu.cols_slice(da, 2 * da), dub);
+    d = device_counts() - before;
+    EXPECT_EQ(d.launches, expected);
+    EXPECT_EQ(d.kernel_bytes, d.floor_bytes);
+  }
+}
+
 // The non-GEMM bytes and their floor (device_counters.hpp): a one-pass
 // kernel moves exactly its operands; an output an op adds into counts as
 // read and written in both; a gather's floor is the rows it selects; a

@@ -243,6 +243,56 @@ WIOLA_DEVICE_OP_TEST(CudaElementwiseOps, FusionAddedToTheResidualInOnePass, Op::
   expect_same_bits(dev(), out.dev, sum, "fusion_add_fwd against fusion_fwd, add");
 }
 
+// The DSFF's two activations in one pass, on views as the layer has them
+// (ga, ua the halves of one product's output): against the CPU and the same
+// bits as the separate ops, with whole 16-byte packs (one launch) and without
+// (one launch each: device_counters_test.cpp counts them).
+WIOLA_DEVICE_OP_TEST(CudaElementwiseOps, DsffActivationsInOnePass, Op::dsff_act_fwd,
+                     Op::dsff_act_bwd) {
+  const Tolerance t = tol({1e-6, 1e-5}, {1e-5, 8e-3});
+  const int n = 9;
+  for (const int da : {16, 13}) {  // whole 16-byte packs, or not
+    SCOPED_TRACE(da);
+    const int db = 3 * da;
+    Pair gu = input(n, 2 * da, 20, -6, 6), ub = input(n, db, 21, -3, 3);
+    const Pair ga = cols(gu, 0, da), ua = cols(gu, da, 2 * da);
+    Pair dha = input(n, da, 22), dhb = input(n, db, 23);
+    Pair ha = output(n, da), hb = output(n, db), dgu = output(n, 2 * da), dub = output(n, db);
+    const Pair dga = cols(dgu, 0, da), dua = cols(dgu, da, 2 * da);
+
+    cpu().dsff_act_fwd(ga.ref, ua.ref, ub.ref, ha.ref, hb.ref);
+    dev().dsff_act_fwd(ga.dev, ua.dev, ub.dev, ha.dev, hb.dev);
+    expect_close("dsff_act_fwd ha", ha, t);
+    expect_close("dsff_act_fwd hb", hb, t);
+    cpu().dsff_act_bwd(ga.ref, ua.ref, dha.ref, ub.ref, dhb.ref, dga.ref, dua.ref, dub.ref);
+    dev().dsff_act_bwd(ga.dev, ua.dev, dha.dev, ub.dev, dhb.dev, dga.dev, dua.dev, dub.dev);
+    expect_close("dsff_act_bwd dga, dua", dgu, t);
+    expect_close("dsff_act_bwd dub", dub, t);
+
+    const Tensor ha2 = dev().alloc(dtype(), n, da), hb2 = dev().alloc(dtype(), n, db);
+    dev().silu_mul_fwd(ga.dev, ua.dev, ha2);
+    dev().gelu_fwd(ub.dev, hb2);
+    expect_same_bits(dev(), ha.dev, ha2, "dsff_act_fwd ha against silu_mul_fwd");
+    expect_same_bits(dev(), hb.dev, hb2, "dsff_act_fwd hb against gelu_fwd");
+    const Tensor dga2 = dev().alloc(dtype(), n, da), dua2 = dev().alloc(dtype(), n, da);
+    const Tensor dub2 = dev().alloc(dtype(), n, db);
+    dev().silu_mul_bwd(ga.dev, ua.dev, dha.dev, dga2, dua2);
+    dev().gelu_bwd(ub.dev, dhb.dev, dub2);
+    expect_same_bits(dev(), dga.dev, dga2, "dsff_act_bwd dga against silu_mul_bwd");
+    expect_same_bits(dev(), dua.dev, dua2, "dsff_act_bwd dua against silu_mul_bwd");
+    expect_same_bits(dev(), dub.dev, dub2, "dsff_act_bwd dub against gelu_bwd");
+  }
+  // Branches over different rows are refused by name.
+  const Tensor a = dev().alloc(dtype(), 4, 8), b = dev().alloc(dtype(), 5, 8);
+  try {
+    dev().dsff_act_fwd(a, a, b, a, b);
+    FAIL() << "branches of different rows accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dsff_act_fwd: ub is 5x8"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_P(CudaElementwiseOps, MixedDtypesAreRefusedByName) {
   const Tensor a = dev().alloc(dtype(), 2, 2);
   const Tensor other = dev().alloc(dtype() == DType::BF16 ? DType::F32 : DType::BF16, 2, 2);

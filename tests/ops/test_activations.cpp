@@ -166,6 +166,46 @@ TEST(Activations, StridedViewsMatchContiguous) {
   EXPECT_TRUE(outside_untouched(*be, sy, 3));
 }
 
+// The DSFF's two activations as one op: by default (the CPU) silu_mul and
+// gelu, so the same bits; branches of other rows or dtypes refused by name.
+TEST(Activations, DsffActivationsAreSiluMulAndGelu) {
+  auto be = make_cpu_backend();
+  const std::int64_t cb = 3 * C;
+  for (DType dt : {DType::F64, DType::F32}) {
+    const Tensor gu = upload(*be, dt, N, 2 * C, random_vector(N * 2 * C, 30, -4, 4));
+    const Tensor ga = gu.cols_slice(0, C), ua = gu.cols_slice(C, 2 * C);
+    const Tensor ub = upload(*be, dt, N, cb, random_vector(N * cb, 31, -3, 3));
+    const Tensor dha = upload(*be, dt, N, C, random_vector(N * C, 32));
+    const Tensor dhb = upload(*be, dt, N, cb, random_vector(N * cb, 33));
+    Tensor ha = be->alloc(dt, N, C), hb = be->alloc(dt, N, cb), ha2 = be->alloc(dt, N, C),
+           hb2 = be->alloc(dt, N, cb);
+    be->dsff_act_fwd(ga, ua, ub, ha, hb);
+    be->silu_mul_fwd(ga, ua, ha2);
+    be->gelu_fwd(ub, hb2);
+    EXPECT_EQ(read(*be, ha), read(*be, ha2));
+    EXPECT_EQ(read(*be, hb), read(*be, hb2));
+    Tensor dga = be->alloc(dt, N, C), dua = be->alloc(dt, N, C), dub = be->alloc(dt, N, cb);
+    Tensor dga2 = be->alloc(dt, N, C), dua2 = be->alloc(dt, N, C), dub2 = be->alloc(dt, N, cb);
+    be->dsff_act_bwd(ga, ua, dha, ub, dhb, dga, dua, dub);
+    be->silu_mul_bwd(ga, ua, dha, dga2, dua2);
+    be->gelu_bwd(ub, dhb, dub2);
+    EXPECT_EQ(read(*be, dga), read(*be, dga2));
+    EXPECT_EQ(read(*be, dua), read(*be, dua2));
+    EXPECT_EQ(read(*be, dub), read(*be, dub2));
+  }
+  const Tensor a = be->alloc(DType::F32, N, C), b = be->alloc(DType::F32, N + 1, C);
+  const Tensor b64 = be->alloc(DType::F64, N, C);
+  for (const Tensor* other : {&b, &b64}) {
+    try {
+      be->dsff_act_fwd(a, a, *other, a, *other);
+      ADD_FAILURE() << "a branch of other rows or dtype accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("dsff_act_fwd: ub is"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Activations, ShapeErrors) {
   auto be = make_cpu_backend();
   Tensor a = be->alloc(DType::F32, 3, 4), b = be->alloc(DType::F32, 3, 5);

@@ -253,6 +253,15 @@ void CudaBackend::do_gelu_fwd(const Tensor& x, const Tensor& y) {
 void CudaBackend::do_gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   kernels::gelu_bwd(x, dy, dx, stream_);
 }
+void CudaBackend::do_dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub,
+                                  const Tensor& ha, const Tensor& hb) {
+  kernels::dsff_act_fwd(ga, ua, ub, ha, hb, stream_);
+}
+void CudaBackend::do_dsff_act_bwd(const Tensor& ga, const Tensor& ua, const Tensor& dha,
+                                  const Tensor& ub, const Tensor& dhb, const Tensor& dga,
+                                  const Tensor& dua, const Tensor& dub) {
+  kernels::dsff_act_bwd(ga, ua, dha, ub, dhb, dga, dua, dub, stream_);
+}
 void CudaBackend::do_fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                                 const Tensor& out) {
   kernels::fusion_fwd(logits, a, b, out, stream_);

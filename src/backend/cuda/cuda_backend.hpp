@@ -36,7 +36,7 @@ class CudaBackend final : public Backend {
   void reserve_memory(std::size_t bytes) override;
   // The head's loss keeps no logits (cuda_backend_loss.cpp).
   bool head_loss_keeps_no_logits() const override { return true; }
-  bool joins_row_products() const override { return true; }
+  bool joins_products() const override { return true; }
   void set_head_loss_block_bytes(std::size_t bytes) override { head_block_bytes_ = bytes; }
 
  protected:
@@ -139,6 +139,11 @@ class CudaBackend final : public Backend {
                        const Tensor& du) override;
   void do_gelu_fwd(const Tensor& x, const Tensor& y) override;
   void do_gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) override;
+  void do_dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub, const Tensor& ha,
+                       const Tensor& hb) override;
+  void do_dsff_act_bwd(const Tensor& ga, const Tensor& ua, const Tensor& dha, const Tensor& ub,
+                       const Tensor& dhb, const Tensor& dga, const Tensor& dua,
+                       const Tensor& dub) override;
   void do_fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b,
                      const Tensor& out) override;
   void do_fusion_bwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& dout,

@@ -43,6 +43,27 @@ constexpr int kPackSize = 16 / static_cast<int>(sizeof(T));
 template <class T>
 using Pack = Chunk<T, kPackSize<T>>;
 
+// One pack (16 bytes of consecutive elements) of row r of a map's views:
+// pack g of every input and output.
+template <class T, int NI, int NO, class F>
+__device__ __forceinline__ void map_pack(const Views<const T, NI>& in, const Views<T, NO>& out,
+                                         const F& f, std::int64_t r, std::int64_t g) {
+  constexpr int V = kPackSize<T>;
+  Pack<T> a[NI > 0 ? NI : 1], b[NO];
+  for (int k = 0; k < NI; ++k)
+    a[k] = *reinterpret_cast<const Pack<T>*>(in.at[k].p + r * in.at[k].ld + g * V);
+  if constexpr (NI == 0) a[0] = *reinterpret_cast<const Pack<T>*>(out.at[0].p + r * out.at[0].ld + g * V);
+  WIOLA_UNROLL
+  for (int j = 0; j < V; ++j) {
+    float x[NI > 0 ? NI : 1], y[NO];
+    for (int k = 0; k < (NI > 0 ? NI : 1); ++k) x[k] = to_float(a[k].v[j]);
+    f(x, y);
+    for (int k = 0; k < NO; ++k) b[k].v[j] = from_float<T>(y[k]);
+  }
+  for (int k = 0; k < NO; ++k)
+    *reinterpret_cast<Pack<T>*>(out.at[k].p + r * out.at[k].ld + g * V) = b[k];
+}
+
 // The same map over views whose rows start 16-byte aligned and hold whole
 // packs: each thread moves one pack per input and output, and rows and packs
 // come from a 2D grid-stride loop, so no thread divides to find its element.
@@ -50,24 +71,30 @@ using Pack = Chunk<T, kPackSize<T>>;
 template <class T, int NI, int NO, class F>
 __global__ void map_packed_kernel(std::int64_t rows, std::int64_t packs, Views<const T, NI> in,
                                   Views<T, NO> out, F f) {
-  constexpr int V = kPackSize<T>;
   for (std::int64_t r = blockIdx.y * std::int64_t(blockDim.y) + threadIdx.y; r < rows;
        r += std::int64_t(gridDim.y) * blockDim.y) {
     for (std::int64_t g = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; g < packs;
-         g += std::int64_t(gridDim.x) * blockDim.x) {
-      Pack<T> a[NI > 0 ? NI : 1], b[NO];
-      for (int k = 0; k < NI; ++k)
-        a[k] = *reinterpret_cast<const Pack<T>*>(in.at[k].p + r * in.at[k].ld + g * V);
-      if constexpr (NI == 0) a[0] = *reinterpret_cast<const Pack<T>*>(out.at[0].p + r * out.at[0].ld + g * V);
-      WIOLA_UNROLL
-      for (int j = 0; j < V; ++j) {
-        float x[NI > 0 ? NI : 1], y[NO];
-        for (int k = 0; k < (NI > 0 ? NI : 1); ++k) x[k] = to_float(a[k].v[j]);
-        f(x, y);
-        for (int k = 0; k < NO; ++k) b[k].v[j] = from_float<T>(y[k]);
-      }
-      for (int k = 0; k < NO; ++k)
-        *reinterpret_cast<Pack<T>*>(out.at[k].p + r * out.at[k].ld + g * V) = b[k];
+         g += std::int64_t(gridDim.x) * blockDim.x)
+      map_pack<T, NI, NO, F>(in, out, f, r, g);
+  }
+}
+
+// Two packed maps over views of the same rows in one launch: a row's packs
+// of the first map, then those of the second. Each element's arithmetic is
+// its own map's, so the bits are those of the two maps launched apart.
+template <class T, int NI1, int NO1, class F1, int NI2, int NO2, class F2>
+__global__ void map_pair_packed_kernel(std::int64_t rows, std::int64_t packs1,
+                                       std::int64_t packs2, Views<const T, NI1> in1,
+                                       Views<T, NO1> out1, F1 f1, Views<const T, NI2> in2,
+                                       Views<T, NO2> out2, F2 f2) {
+  for (std::int64_t r = blockIdx.y * std::int64_t(blockDim.y) + threadIdx.y; r < rows;
+       r += std::int64_t(gridDim.y) * blockDim.y) {
+    for (std::int64_t g = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+         g < packs1 + packs2; g += std::int64_t(gridDim.x) * blockDim.x) {
+      if (g < packs1)
+        map_pack<T, NI1, NO1, F1>(in1, out1, f1, r, g);
+      else
+        map_pack<T, NI2, NO2, F2>(in2, out2, f2, r, g - packs1);
     }
   }
 }
@@ -111,6 +138,64 @@ void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*
   for (const Tensor* t : in) bytes += bytes_of(*t);
   for (const Tensor* t : out) bytes += bytes_of(*t);
   WIOLA_CHECK_LAUNCH(kernel, bytes);
+}
+
+// One map's views as the packed kernels take them, and whether every view's
+// rows start 16-byte aligned and hold whole packs.
+template <class T, int NI, int NO>
+struct PackedViews {
+  bool ok = true;
+  std::int64_t rows = 0, packs = 0, bytes = 0;
+  Views<const T, NI> in{};
+  Views<T, NO> out{};
+};
+template <class T, int NI, int NO>
+PackedViews<T, NI, NO> packed_views(const std::array<const Tensor*, NI>& in,
+                                    const std::array<const Tensor*, NO>& out) {
+  const Tensor& shape = *out[0];
+  PackedViews<T, NI, NO> m;
+  m.rows = shape.rows();
+  m.packs = shape.cols() / kPackSize<T>;
+  const auto take = [&](const Tensor& t) {
+    m.ok = m.ok && rows_in_chunks(t.data(), t.ld(), shape.cols(), kPackSize<T>,
+                                  dtype_size(t.dtype()));
+    m.bytes += bytes_of(t);
+  };
+  for (int k = 0; k < NI; ++k) {
+    m.in.at[k] = {static_cast<const T*>(in[k]->data()), in[k]->ld()};
+    take(*in[k]);
+  }
+  for (int k = 0; k < NO; ++k) {
+    m.out.at[k] = {static_cast<T*>(out[k]->data()), out[k]->ld()};
+    take(*out[k]);
+  }
+  return m;
+}
+
+// Two maps of one dtype over views of the same rows: one launch where both
+// are packed, else one map after the other.
+template <int NI1, int NO1, int NI2, int NO2, class F1, class F2>
+void map_pair(const std::array<const Tensor*, NI1>& in1, const std::array<const Tensor*, NO1>& out1,
+              F1 f1, const std::array<const Tensor*, NI2>& in2,
+              const std::array<const Tensor*, NO2>& out2, F2 f2, Stream s) {
+  static_assert(NI1 > 0 && NI2 > 0, "a paired map reads its inputs");
+  bool paired = false;
+  with_compute_type(out1[0]->dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const auto a = packed_views<T, NI1, NO1>(in1, out1);
+    const auto b = packed_views<T, NI2, NO2>(in2, out2);
+    if (!a.ok || !b.ok || a.rows != b.rows || a.rows == 0 || a.packs == 0 || b.packs == 0)
+      return;
+    paired = true;
+    const Grid2D g = grid_2d(a.rows, a.packs + b.packs);
+    WIOLA_LAUNCH((map_pair_packed_kernel<T, NI1, NO1, F1, NI2, NO2, F2>), g.grid, g.block, 0,
+                 static_cast<cudaStream_t>(s))(a.rows, a.packs, b.packs, a.in, a.out, f1, b.in,
+                                               b.out, f2);
+    WIOLA_CHECK_LAUNCH("map_pair_packed_kernel", a.bytes + b.bytes);
+  });
+  if (paired) return;
+  map<NI1, NO1>(in1, out1, f1, s);
+  map<NI2, NO2>(in2, out2, f2, s);
 }
 
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
@@ -214,6 +299,16 @@ void silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tens
 void gelu_fwd(const Tensor& x, const Tensor& y, Stream s) { map<1, 1>({&x}, {&y}, GeluFwd{}, s); }
 void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx, Stream s) {
   map<2, 1>({&x, &dy}, {&dx}, GeluBwd{}, s);
+}
+void dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub, const Tensor& ha,
+                  const Tensor& hb, Stream s) {
+  map_pair<2, 1, 1, 1>({&ga, &ua}, {&ha}, SiluMulFwd{}, {&ub}, {&hb}, GeluFwd{}, s);
+}
+void dsff_act_bwd(const Tensor& ga, const Tensor& ua, const Tensor& dha, const Tensor& ub,
+                  const Tensor& dhb, const Tensor& dga, const Tensor& dua, const Tensor& dub,
+                  Stream s) {
+  map_pair<3, 2, 2, 1>({&ga, &ua, &dha}, {&dga, &dua}, SiluMulBwd{}, {&ub, &dhb}, {&dub},
+                       GeluBwd{}, s);
 }
 void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& out,
                 Stream s) {

@@ -20,6 +20,13 @@ void silu_mul_bwd(const Tensor& g, const Tensor& u, const Tensor& dy, const Tens
                   const Tensor& du, Stream s);
 void gelu_fwd(const Tensor& x, const Tensor& y, Stream s);
 void gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx, Stream s);
+// The DSFF's two activations over the same rows in one launch where their
+// views allow (else one each): ha = SiLU(ga) ⊙ ua, hb = GELU(ub), and back.
+void dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub, const Tensor& ha,
+                  const Tensor& hb, Stream s);
+void dsff_act_bwd(const Tensor& ga, const Tensor& ua, const Tensor& dha, const Tensor& ub,
+                  const Tensor& dhb, const Tensor& dga, const Tensor& dua, const Tensor& dub,
+                  Stream s);
 void fusion_fwd(const Tensor& logits, const Tensor& a, const Tensor& b, const Tensor& out,
                 Stream s);
 // out = residual + fusion (the fusion rounded to the dtype first)
