@@ -366,6 +366,14 @@ class Backend {
   // dsrc[idx] += ddst[r] / count(r)   (the adjoint of merge_rows_fwd)
   void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
                       const Tensor& dsrc);
+  // The same adjoint written whole (dsrc = 0, then merge_rows_bwd) for the
+  // maps of a causal ATM plan: per sequence of `seq` rows, its T' = groups[b]
+  // groups (ascending first members), then the unmerged first members of its
+  // pairs (ascending). A device gathers each source row's two rows (its
+  // group's and its unmerged copy's) instead of scattering, so dsrc needs no
+  // zeroing first. Other maps give a device a wrong result: causal plans only.
+  void causal_merge_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                        const Tensor& groups, int batch, int seq, const Tensor& dsrc);
 
   // ---- loss: mean-free cross-entropy per row --------------------------------
   // logits [N, V], targets I32 [N, 1] (−1: ignored row). Writes loss[i] =
@@ -575,6 +583,14 @@ class Backend {
                                  const Tensor& dst) = 0;
   virtual void do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
                                  const Tensor& dsrc) = 0;
+  virtual void do_causal_merge_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                                   const Tensor& groups, int batch, int seq, const Tensor& dsrc) {
+    (void)groups;
+    (void)batch;
+    (void)seq;
+    do_fill(dsrc, 0.0);
+    do_merge_rows_bwd(ddst, idx_a, idx_b, dsrc);
+  }
   virtual void do_cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
                                     const Tensor& lse) = 0;
   virtual void do_cross_entropy_bwd(const Tensor& logits, const Tensor& targets, const Tensor& lse,

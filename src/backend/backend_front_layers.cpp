@@ -366,6 +366,20 @@ void Backend::merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tens
   c.run([&] { do_merge_rows_bwd(ddst, idx_a, idx_b, dsrc); });
 }
 
+void Backend::causal_merge_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                               const Tensor& groups, int batch, int seq, const Tensor& dsrc) {
+  OpChecks c(*this, Op::causal_merge_bwd);
+  c.require(batch >= 0 && seq >= 1, "batch ", batch, " x seq ", seq);
+  const std::int64_t n = std::int64_t(batch) * seq;
+  c.compute("dsrc", dsrc);
+  c.require(dsrc.rows() == n, "dsrc is ", dims(dsrc), " but batch x seq is ", n);
+  c.like("ddst", ddst, n, dsrc.cols());
+  c.index("idx_a", idx_a, n);
+  c.index("idx_b", idx_b, n);
+  c.index("groups", groups, batch);
+  c.run([&] { do_causal_merge_bwd(ddst, idx_a, idx_b, groups, batch, seq, dsrc); });
+}
+
 // ---- loss ------------------------------------------------------------------------------------
 
 void Backend::cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,

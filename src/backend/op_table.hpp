@@ -24,7 +24,7 @@ enum class Op : std::uint8_t {
   dsff_act_fwd, dsff_act_bwd,
   fusion_fwd, fusion_bwd, fusion_add_fwd,
   summary_fwd, summary_bwd,
-  row_cosine_next, atm_plan, merge_rows_fwd, merge_rows_bwd,
+  row_cosine_next, atm_plan, merge_rows_fwd, merge_rows_bwd, causal_merge_bwd,
   cross_entropy_fwd, cross_entropy_bwd, head_loss_fwd, head_loss_bwd,
   adamw_step,
 };
@@ -83,6 +83,7 @@ inline constexpr std::array kOps = {
     OpInfo{Op::atm_plan, "atm_plan", "atm"},
     OpInfo{Op::merge_rows_fwd, "merge_rows_fwd", "atm"},
     OpInfo{Op::merge_rows_bwd, "merge_rows_bwd", "atm"},
+    OpInfo{Op::causal_merge_bwd, "causal_merge_bwd", "atm"},
     OpInfo{Op::cross_entropy_fwd, "cross_entropy_fwd", "loss"},
     OpInfo{Op::cross_entropy_bwd, "cross_entropy_bwd", "loss"},
     OpInfo{Op::head_loss_fwd, "head_loss_fwd", "loss"},

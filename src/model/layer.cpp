@@ -135,7 +135,7 @@ Tensor DecoderLayer::output_stats(std::int64_t rows, std::int64_t cols) const {
 }
 
 bool DecoderLayer::joins_qkv(const DevicePlan& plan) const {
-  return plan.kind == PlanKind::Plain && be_.joins_products() && w_.wqgkv.defined();
+  return plan.kind != PlanKind::Paper && be_.joins_products() && w_.wqgkv.defined();
 }
 
 std::shared_ptr<const DevicePlan> DecoderLayer::atm_plan(const Tensor& xn, int batch,
@@ -176,7 +176,8 @@ Tensor DecoderLayer::forward(const Tensor& x, std::span<const Tensor> ctx,
   s.plan = plan;
 
   Tensor xq = s.xn, xkv = s.xn;
-  if (plan->kind != PlanKind::Plain) {
+  // Joined (joins_qkv), a causal plan merges K and V after their product.
+  if (plan->kind != PlanKind::Plain && !joins_qkv(*plan)) {
     s.xm = output(N, d);  // every row written: a merged one, or zero past T' (paper)
     be_.merge_rows_fwd(s.xn, plan->merge_a, plan->merge_b, s.xm);
     xkv = s.xm;
@@ -271,12 +272,19 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   // products (query side on xq, key/value side on xkv), so causal ATM with
   // nothing merged stays plain GCLA bit for bit.
   if (joins_qkv(plan)) {
-    // [Q | G | K | V] of one product (xq and xkv are the same rows).
+    // [Q | G | K | V] of the token rows in one product. A causal plan's key
+    // and value rows are merged token rows; the merge is a mean, which
+    // commutes with the product (up to rounding): K and V merged after it.
     const Tensor qgkv = output(N, 2 * hd + 2 * kvd);
     const std::int64_t parts[] = {hd, hd, 2 * kvd};
     be_.linear_fwd_stacked(xq, w_.wqgkv, parts, qgkv);
     s.qg = qgkv.cols_slice(0, 2 * hd);
     s.kv = qgkv.cols_slice(2 * hd, 2 * hd + 2 * kvd);
+    if (plan.kind == PlanKind::Causal) {
+      const Tensor tokens_kv = s.kv;
+      s.kv = output(N, 2 * kvd);  // every row written: a group's, or a pair's first member
+      be_.merge_rows_fwd(tokens_kv, plan.merge_a, plan.merge_b, s.kv);
+    }
   } else {
     s.qg = output(N, 2 * hd);
     const std::int64_t q_and_gate[] = {hd, hd};
@@ -412,8 +420,8 @@ Tensor DecoderLayer::backward(const Tensor& dy, std::span<const Tensor> ctx,
       be_.merge_rows_bwd(dxq, plan.merge_a, plan.merge_b, dxn);
       break;
     case PlanKind::Causal:
-      dxn = dxq;
-      be_.merge_rows_bwd(dxkv, plan.merge_a, plan.merge_b, dxn);
+      dxn = dxq;  // joined (joins_qkv): the key/value path is in it already
+      if (dxkv.defined()) be_.merge_rows_bwd(dxkv, plan.merge_a, plan.merge_b, dxn);
       break;
   }
   // dX = dX½ + WRMSNorm'ᵀ dX̃
@@ -443,11 +451,15 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   // dQ beside the gate logits' gradient, dK beside dV, each context dK beside
   // its dV: the products of the forward's stacked weights, backwards.
   // The attention op writes them whole, and dO and dG from dY (its gate).
-  // Joined (joins_qkv): [dQ | dG | dK | dV] in one tensor, as the forward's.
+  // Joined (joins_qkv): [dQ | dG | dK | dV] of the token rows in one tensor,
+  // as the forward's (a causal plan's dK and dV, of the merged rows, go
+  // there through the merge's adjoint below).
   const bool joined_qkv = joins_qkv(plan);
   const Tensor dqgkv = joined_qkv ? output(N, 2 * hd + 2 * kvd) : Tensor{};
   const Tensor dqg = joined_qkv ? dqgkv.cols_slice(0, 2 * hd) : output(N, 2 * hd);
-  const Tensor dkv = joined_qkv ? dqgkv.cols_slice(2 * hd, 2 * hd + 2 * kvd) : output(N, 2 * kvd);
+  const Tensor dkv = joined_qkv && plan.kind == PlanKind::Plain
+                         ? dqgkv.cols_slice(2 * hd, 2 * hd + 2 * kvd)
+                         : output(N, 2 * kvd);
   const Tensor d_o = output(N, hd);
   const Tensor dq = dqg.cols_slice(0, hd), dglog = dqg.cols_slice(hd, 2 * hd);
   const Tensor dk = dkv.cols_slice(0, kvd), dv = dkv.cols_slice(kvd, 2 * kvd);
@@ -488,6 +500,9 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   }
 
   if (joined_qkv) {  // one product each way over [W_q; W_gate; W_k; W_v]
+    if (plan.kind == PlanKind::Causal)
+      be_.causal_merge_bwd(dkv, plan.merge_a, plan.merge_b, plan.groups, s.batch, s.seq,
+                           dqgkv.cols_slice(2 * hd, 2 * hd + 2 * kvd));
     linear_weight_grad(be_, defer_, dqgkv, xq, g_.wqgkv);
     Tensor dxn = output(N, c_.d);
     const std::int64_t parts[] = {hd, hd, 2 * kvd};

@@ -55,7 +55,8 @@ struct LayerSaved {
   std::shared_ptr<const DevicePlan> plan;
   int batch = 0, seq = 0;
   Tensor x, xn, rstd1;         // input, normalised input
-  Tensor xm;                   // merged rows (paper: GCLA input; causal: key/value source)
+  Tensor xm;                   // merged rows (paper: GCLA input; causal: key/value source,
+                               // unless K and V are merged after their product)
   Tensor qg, kv;               // [Q | gate logits] (two products), [K | V] (one)
   Tensor q, k, v, glog;        // views of qg and kv (q, k after SRPE)
   std::vector<Tensor> ckv;     // [Kc | Vc] of every context summary
@@ -116,8 +117,9 @@ class DecoderLayer {
   // Not zero-filled: for a tensor the next op writes whole (Backend::alloc_uninit).
   Tensor output(std::int64_t rows, std::int64_t cols) const;
   Tensor output_stats(std::int64_t rows, std::int64_t cols) const;
-  // Whether Q, gate, K and V are one product over w_.wqgkv: a plain plan (both
-  // read the same rows) on a backend that joins products.
+  // Whether Q, gate, K and V are one product over w_.wqgkv of the token rows:
+  // a plain or causal plan (not the paper's, whose queries are merged rows)
+  // on a backend that joins products.
   bool joins_qkv(const DevicePlan& plan) const;
   Tensor attention_forward(const Tensor& xq, const Tensor& xkv, std::span<const Tensor> ctx,
                            const DevicePlan& plan, int batch, int seq, LayerSaved& s);

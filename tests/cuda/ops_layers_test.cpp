@@ -350,6 +350,64 @@ WIOLA_DEVICE_OP_TEST(CudaRowMapOps, AtmPlanOnTheDeviceIsTheHostPlan, Op::atm_pla
       }
 }
 
+// The merge's adjoint written whole for causal plans the host builds (as
+// the test above): sequences that merge somewhere, everywhere and nowhere,
+// of 600, 5 and 1 tokens, into a strided dsrc whose old values must all be
+// overwritten; against the CPU (zeros, then merge_rows_bwd) and the same
+// bits on a second run.
+WIOLA_DEVICE_OP_TEST(CudaRowMapOps, CausalMergeAdjointWrittenWhole, Op::causal_merge_bwd) {
+  const int d = 37;
+  for (const int seq : {600, 5, 1}) {
+    SCOPED_TRACE(seq);
+    const int batch = seq == 600 ? 3 : 2;
+    const std::int64_t n = std::int64_t(batch) * seq;
+    std::vector<double> r = random_vector(std::size_t(n), 60 + seq);
+    for (int t = 0; t < seq; ++t) {
+      r[std::size_t(t)] = std::round(r[std::size_t(t)] * 64) / 64;  // merges somewhere
+      if (batch > 1) r[std::size_t(seq + t)] = 0.75;                   // everywhere
+      if (batch > 2) r[std::size_t(2 * seq + t)] = -0.25;              // nowhere
+    }
+    for (int b = 0; b < batch; ++b) r[std::size_t(b) * seq + seq - 1] = -2.0;
+    const Pair rho = input_as(DType::F32, n, 1, r);
+    const auto maps = [&] { return index(std::vector<std::int32_t>(std::size_t(n), -7)); };
+    std::vector<Pair> p;
+    for (int i = 0; i < 8; ++i) p.push_back(maps());
+    Pair groups = index(std::vector<std::int32_t>(std::size_t(batch), -7));
+    Pair n_queries = index(std::vector<std::int32_t>(std::size_t(batch), -7));
+    TokenPlanTensors plan;
+    plan.index = {n_queries.ref, p[0].ref, p[1].ref, p[2].ref};
+    plan.pos_q = p[3].ref;
+    plan.pos_kv = p[4].ref;
+    plan.merge_a = p[5].ref;
+    plan.merge_b = p[6].ref;
+    plan.unmerge = p[7].ref;
+    plan.groups = groups.ref;
+    cpu().atm_plan(rho.ref, batch, seq, 0.5, AtmMode::Causal, SummaryMode::Causal, plan);
+    const std::vector<double> a = read(cpu(), p[5].ref), b = read(cpu(), p[6].ref);
+    const std::vector<double> g = read(cpu(), groups.ref);
+    const auto to_index = [](const std::vector<double>& v) {
+      return std::vector<std::int32_t>(v.begin(), v.end());
+    };
+    Pair ia = index(to_index(a)), ib = index(to_index(b)), tg = index(to_index(g));
+    if (seq == 600) {  // the three kinds of sequence are there
+      EXPECT_GT(g[0], seq / 2);
+      EXPECT_LT(g[0], seq);
+      EXPECT_EQ(g[1], seq / 2);
+      EXPECT_EQ(g[2], seq);
+    }
+    Pair ddst = input(n, d, 61), dsrc_w = output(n, d + 4), again_w = output(n, d + 4);
+    const std::vector<double> start = random_vector(std::size_t(n) * (d + 4), 62);
+    same_start(dsrc_w, start);
+    same_start(again_w, start);
+    const Pair dsrc = cols(dsrc_w, 3, 3 + d), again = cols(again_w, 3, 3 + d);
+    cpu().causal_merge_bwd(ddst.ref, ia.ref, ib.ref, tg.ref, batch, seq, dsrc.ref);
+    dev().causal_merge_bwd(ddst.dev, ia.dev, ib.dev, tg.dev, batch, seq, dsrc.dev);
+    expect_close("causal_merge_bwd", dsrc_w, tol({1e-6, 1e-6}, {1e-5, 8e-3}));
+    dev().causal_merge_bwd(ddst.dev, ia.dev, ib.dev, tg.dev, batch, seq, again.dev);
+    expect_same_bits(dev(), dsrc_w.dev, again_w.dev, "causal_merge_bwd, two runs,");
+  }
+}
+
 WIOLA_DEVICE_OP_TEST(CudaRowMapOps, MergeRowsWithASourceRowUsedSeveralTimes,
                      Op::merge_rows_fwd, Op::merge_rows_bwd) {
   const int src_rows = 20, d = 45;

@@ -163,6 +163,9 @@ class CudaBackend final : public Backend {
                          const Tensor& dst) override;
   void do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
                          const Tensor& dsrc) override;
+  void do_causal_merge_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                           const Tensor& groups, int batch, int seq,
+                           const Tensor& dsrc) override;
 
   void do_cross_entropy_fwd(const Tensor& logits, const Tensor& targets, const Tensor& loss,
                             const Tensor& lse) override;

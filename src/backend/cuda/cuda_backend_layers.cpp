@@ -116,4 +116,10 @@ void CudaBackend::do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, con
   kernels::merge_rows_bwd(ddst, idx_a, idx_b, dsrc, stream_);
 }
 
+void CudaBackend::do_causal_merge_bwd(const Tensor& ddst, const Tensor& idx_a,
+                                      const Tensor& idx_b, const Tensor& groups, int batch,
+                                      int seq, const Tensor& dsrc) {
+  kernels::causal_merge_bwd(ddst, idx_a, idx_b, groups, batch, seq, dsrc, stream_);
+}
+
 }  // namespace wiola::cuda

@@ -79,6 +79,47 @@ struct MergeRows {
   __device__ float weight(std::int64_t item) const { return ib[item / 2] < 0 ? 1.0f : 0.5f; }
 };
 
+// One warp per source row t of sequence b (rows o = b·seq onwards): its
+// group is the last of the sequence's first T' rows whose first member is at
+// most t (they ascend, and the first is o); its unmerged copy, if t is the
+// first member of a pair, the row of the rest whose member is t.
+template <class T>
+__global__ void causal_merge_bwd_kernel(int n, int seq, std::int64_t cols, const T* ddst,
+                                        std::int64_t ldd, const std::int32_t* ia,
+                                        const std::int32_t* ib, const std::int32_t* groups,
+                                        T* dsrc, std::int64_t lds) {
+  const int warps = static_cast<int>(blockDim.x / 32);
+  const int t = static_cast<int>(blockIdx.x) * warps + static_cast<int>(threadIdx.x / 32);
+  if (t >= n) return;  // the whole warp
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int o = t / seq * seq, end_groups = o + groups[t / seq];
+  int lo = o, hi = end_groups;  // ia[lo] <= t
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (ia[mid] <= t)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  const int g = lo;
+  const float w = ib[g] >= 0 ? 0.5f : 1.0f;
+  lo = end_groups;
+  hi = o + seq;
+  while (lo < hi) {  // the first row of the rest whose member is >= t
+    const int mid = (lo + hi) / 2;
+    if (ia[mid] < t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const int u = lo < o + seq && ia[lo] == t ? lo : -1;
+  for (std::int64_t c = lane; c < cols; c += 32) {
+    float v = w * to_float(ddst[std::int64_t(g) * ldd + c]);
+    if (u >= 0) v += to_float(ddst[std::int64_t(u) * ldd + c]);
+    dsrc[std::int64_t(t) * lds + c] = from_float<T>(v);
+  }
+}
+
 }  // namespace
 
 void row_cosine_next(const Tensor& x, int batch, int seq, const Tensor& rho, Stream s) {
@@ -131,6 +172,29 @@ void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b
   WIOLA_CHECK_LAUNCH("owner_scatter_add (merge_rows)",
                      scatter_bytes(ddst.rows(), dsrc.rows(), 2 * dsrc.cols(),
                                    dtype_size(ddst.dtype()), dtype_size(dsrc.dtype()), 8));
+}
+
+void causal_merge_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                      const Tensor& groups, int batch, int seq, const Tensor& dsrc, Stream s) {
+  const std::int64_t n = std::int64_t(batch) * seq;
+  if (n == 0 || dsrc.cols() == 0) return;
+  constexpr int kWarps = 8;
+  with_compute_type(dsrc.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    WIOLA_LAUNCH(causal_merge_bwd_kernel<T>,
+                 dim3(static_cast<unsigned>((n + kWarps - 1) / kWarps)), dim3(kWarps * 32), 0,
+                 static_cast<cudaStream_t>(s))(
+        static_cast<int>(n), seq, dsrc.cols(), static_cast<const T*>(ddst.data()), ddst.ld(),
+        static_cast<const std::int32_t*>(idx_a.data()),
+        static_cast<const std::int32_t*>(idx_b.data()),
+        static_cast<const std::int32_t*>(groups.data()), static_cast<T*>(dsrc.data()),
+        dsrc.ld());
+  });
+  // Every row of ddst read (a group's by both its members: the L2 cache),
+  // the maps and T' of every sequence, every row of dsrc written.
+  WIOLA_CHECK_LAUNCH("causal_merge_bwd_kernel", bytes_of(ddst) + bytes_of(idx_a) +
+                                                    bytes_of(idx_b) + bytes_of(groups) +
+                                                    bytes_of(dsrc));
 }
 
 }  // namespace wiola::cuda::kernels

@@ -18,5 +18,11 @@ void merge_rows_fwd(const Tensor& src, const Tensor& idx_a, const Tensor& idx_b,
 // in fp32, with no atomics; bit-for-bit reproducible.
 void merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
                     const Tensor& dsrc, Stream s);
+// The same adjoint written whole for a causal ATM plan's maps (Backend::
+// causal_merge_bwd): a warp per source row finds its group's row and its
+// unmerged copy's by binary search and writes w·ddst[group] + ddst[copy] in
+// fp32 (the scatter's order, no atomics).
+void causal_merge_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
+                      const Tensor& groups, int batch, int seq, const Tensor& dsrc, Stream s);
 
 }  // namespace wiola::cuda::kernels
