@@ -270,7 +270,8 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
   // instead of below it, which sums in another order (their weight gradient
   // is one product everywhere: it keeps its bits). Every mode runs the same
   // products (query side on xq, key/value side on xkv), so causal ATM with
-  // nothing merged stays plain GCLA bit for bit.
+  // nothing merged stays plain GCLA bit for bit (joined too: merging and
+  // unmerging single rows copies them).
   if (joins_qkv(plan)) {
     // [Q | G | K | V] of the token rows in one product. A causal plan's key
     // and value rows are merged token rows; the merge is a mean, which
@@ -331,7 +332,7 @@ void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const 
   const Tensor joined = be_.joins_products() ? rows_joined(ctx) : Tensor{};
   if (joined.defined()) be_.linear_fwd(joined, w_.wckv, all, false);
   std::int64_t r = 0;
-  for (const Tensor& summary : ctx) {  // one product over [wck; wcv] per summary
+  for (const Tensor& summary : ctx) {  // else one product over [wck; wcv] per summary
     s.ckv.push_back(all.rows_slice(r, r + summary.rows()));
     r += summary.rows();
     if (!joined.defined()) be_.linear_fwd(summary, w_.wckv, s.ckv.back(), false);

@@ -127,6 +127,7 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
             "forward: stage starting at layer ", spec.first_layer, " needs ",
             carry_count(spec.first_layer), " carried summaries, got ", in.carry.size());
     x = in.x;
+    saved.summaries = in.carry;
   }
 
   if (!config_.main_family()) {
@@ -136,30 +137,18 @@ StageOutput StageModel::forward(const StageInput& in, bool training, StageSaved&
   const std::size_t begin = chunk_begin_[std::size_t(in.chunk)];
   const std::size_t count = config_.main_family() ? chunk_begin_[std::size_t(in.chunk) + 1] - begin : 0;
   saved.layers.resize(count);
-  // The carried summaries and this chunk's own, one after another in one
-  // buffer, so that a layer's context is one run of rows
-  // (Backend::joins_products).
+  // This chunk's summaries one after another in one buffer, so that a
+  // layer's context is one run of rows (Backend::joins_products) unless it
+  // reaches back to a carried summary: copying that in would cost more than
+  // the products it saves on the stage's first layer.
   const std::int64_t srows = summary_rows(B, T);
-  const Tensor summaries =
-      count > 0 ? backend_.alloc_uninit(dtype_, srows * std::int64_t(in.carry.size() + count), d)
-                : Tensor{};
-  const auto slot = [&](std::size_t j) {
-    return summaries.rows_slice(srows * std::int64_t(j), srows * std::int64_t(j + 1));
-  };
-  if (count > 0) {
-    for (const Tensor& c : in.carry) {
-      require(c.rows() == srows && c.cols() == d, "forward: a carried summary is ", c.rows(),
-              "x", c.cols(), ", expected ", srows, "x", d);
-      saved.summaries.push_back(slot(saved.summaries.size()));
-      backend_.copy(c, saved.summaries.back());
-    }
-  } else {
-    saved.summaries = in.carry;
-  }
+  const Tensor own = count > 0 ? backend_.alloc_uninit(dtype_, srows * std::int64_t(count), d)
+                               : Tensor{};
   for (std::size_t i = 0; i < count; ++i) {
     DecoderLayer& layer = layers_[begin + i];
     const int l = layer.index();
-    saved.summaries.push_back(slot(saved.summaries.size()));  // s_l, written whole
+    const std::int64_t row = srows * std::int64_t(i);
+    saved.summaries.push_back(own.rows_slice(row, row + srows));  // s_l, written whole
     backend_.summary_fwd(config_.summary, x, B, T, saved.summaries.back());
     const int ctx_first = std::max(base, l - config_.Lambda + 1);
     std::span<const Tensor> ctx(saved.summaries.data() + (ctx_first - base), l - ctx_first + 1);
