@@ -583,11 +583,10 @@ class Backend {
                                  const Tensor& dst) = 0;
   virtual void do_merge_rows_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
                                  const Tensor& dsrc) = 0;
+  // By default any maps: zeros, then the scatter (the plan's shape unused).
   virtual void do_causal_merge_bwd(const Tensor& ddst, const Tensor& idx_a, const Tensor& idx_b,
-                                   const Tensor& groups, int batch, int seq, const Tensor& dsrc) {
-    (void)groups;
-    (void)batch;
-    (void)seq;
+                                   const Tensor& /*groups*/, int /*batch*/, int /*seq*/,
+                                   const Tensor& dsrc) {
     do_fill(dsrc, 0.0);
     do_merge_rows_bwd(ddst, idx_a, idx_b, dsrc);
   }

@@ -228,6 +228,18 @@ void Backend::gelu_bwd(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   c.run([&] { do_gelu_bwd(x, dy, dx); });
 }
 
+namespace {
+
+// The DSFF's two branches (ga of branch A, ub of branch B) act on the same
+// rows in one dtype.
+void check_same_rows(OpChecks& c, const Tensor& ga, const Tensor& ub) {
+  c.require(ub.dtype() == ga.dtype() && ub.rows() == ga.rows(), "ub is ", dims(ub), " ",
+            dtype_name(ub.dtype()), " but ga is ", dims(ga), " ", dtype_name(ga.dtype()),
+            " (the same rows and dtype)");
+}
+
+}  // namespace
+
 // The two branches' activations: each branch's views of one shape, both
 // branches over the same rows.
 void Backend::dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub, const Tensor& ha,
@@ -235,9 +247,7 @@ void Backend::dsff_act_fwd(const Tensor& ga, const Tensor& ua, const Tensor& ub,
   OpChecks c(*this, Op::dsff_act_fwd);
   check_elementwise(c, {{"ga", &ga}, {"ua", &ua}, {"ha", &ha}});
   check_elementwise(c, {{"ub", &ub}, {"hb", &hb}});
-  c.require(ub.dtype() == ga.dtype() && ub.rows() == ga.rows(), "ub is ", dims(ub), " ",
-            dtype_name(ub.dtype()), " but ga is ", dims(ga), " ", dtype_name(ga.dtype()),
-            " (the same rows and dtype)");
+  check_same_rows(c, ga, ub);
   c.run([&] { do_dsff_act_fwd(ga, ua, ub, ha, hb); });
 }
 
@@ -247,9 +257,7 @@ void Backend::dsff_act_bwd(const Tensor& ga, const Tensor& ua, const Tensor& dha
   OpChecks c(*this, Op::dsff_act_bwd);
   check_elementwise(c, {{"ga", &ga}, {"ua", &ua}, {"dha", &dha}, {"dga", &dga}, {"dua", &dua}});
   check_elementwise(c, {{"ub", &ub}, {"dhb", &dhb}, {"dub", &dub}});
-  c.require(ub.dtype() == ga.dtype() && ub.rows() == ga.rows(), "ub is ", dims(ub), " ",
-            dtype_name(ub.dtype()), " but ga is ", dims(ga), " ", dtype_name(ga.dtype()),
-            " (the same rows and dtype)");
+  check_same_rows(c, ga, ub);
   c.run([&] { do_dsff_act_bwd(ga, ua, dha, ub, dhb, dga, dua, dub); });
 }
 

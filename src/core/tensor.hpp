@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -81,5 +83,35 @@ class Tensor {
   Device device_ = Device::CPU;
   std::int64_t rows_ = 0, cols_ = 0, ld_ = 0;
 };
+
+// A run of views laid out one after another (a stage's summaries and their
+// gradients, docs/architecture.md).
+
+// Rows of the views together.
+inline std::int64_t total_rows(std::span<const Tensor> parts) {
+  std::int64_t rows = 0;
+  for (const Tensor& t : parts) rows += t.rows();
+  return rows;
+}
+
+// `all` cut into views of as many rows as each of `like` has, in order.
+inline std::vector<Tensor> rows_like(const Tensor& all, std::span<const Tensor> like) {
+  std::vector<Tensor> parts;
+  std::int64_t r = 0;
+  for (const Tensor& t : like) {
+    parts.push_back(all.rows_slice(r, r + t.rows()));
+    r += t.rows();
+  }
+  return parts;
+}
+
+// The views as one view of all their rows when each follows the one before
+// in memory; else an undefined Tensor.
+inline Tensor rows_joined(std::span<const Tensor> parts) {
+  if (parts.empty()) return Tensor{};
+  Tensor all = parts.front();
+  for (std::size_t i = 1; i < parts.size() && all.defined(); ++i) all = all.rows_joined(parts[i]);
+  return all;
+}
 
 }  // namespace wiola

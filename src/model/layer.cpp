@@ -67,16 +67,6 @@ LayerWeights views(const ParamStore& store, int layer, bool grads) {
   return w;
 }
 
-// The parts as one view of all their rows when each follows the one before
-// in memory (a stage keeps its summaries and their gradients so); else an
-// undefined Tensor.
-Tensor rows_joined(std::span<const Tensor> parts) {
-  if (parts.empty()) return Tensor{};
-  Tensor all = parts.front();
-  for (std::size_t i = 1; i < parts.size() && all.defined(); ++i) all = all.rows_joined(parts[i]);
-  return all;
-}
-
 }  // namespace
 
 LayerWeights LayerWeights::params(const ParamStore& store, int layer) {
@@ -323,21 +313,17 @@ Tensor DecoderLayer::attention_forward(const Tensor& xq, const Tensor& xkv,
 
 void DecoderLayer::context_kv(std::span<const Tensor> ctx, LayerSaved& s) const {
   const std::int64_t kvd = std::int64_t(c_.Hkv) * c_.head_dim();
-  s.ckv.clear();
   s.ctx_k.clear();
   s.ctx_v.clear();
-  std::int64_t rows = 0;
-  for (const Tensor& summary : ctx) rows += summary.rows();
-  const Tensor all = output(rows, 2 * kvd);  // [Kc | Vc] of each summary, one after another
+  // [Kc | Vc] of each summary, one after another.
+  const Tensor all = output(total_rows(ctx), 2 * kvd);
   const Tensor joined = be_.joins_products() ? rows_joined(ctx) : Tensor{};
   if (joined.defined()) be_.linear_fwd(joined, w_.wckv, all, false);
-  std::int64_t r = 0;
-  for (const Tensor& summary : ctx) {  // else one product over [wck; wcv] per summary
-    s.ckv.push_back(all.rows_slice(r, r + summary.rows()));
-    r += summary.rows();
-    if (!joined.defined()) be_.linear_fwd(summary, w_.wckv, s.ckv.back(), false);
-    s.ctx_k.push_back(s.ckv.back().cols_slice(0, kvd));
-    s.ctx_v.push_back(s.ckv.back().cols_slice(kvd, 2 * kvd));
+  s.ckv = rows_like(all, ctx);
+  for (std::size_t c = 0; c < ctx.size(); ++c) {  // else one product over [wck; wcv] each
+    if (!joined.defined()) be_.linear_fwd(ctx[c], w_.wckv, s.ckv[c], false);
+    s.ctx_k.push_back(s.ckv[c].cols_slice(0, kvd));
+    s.ctx_v.push_back(s.ckv[c].cols_slice(kvd, 2 * kvd));
   }
 }
 
@@ -464,16 +450,12 @@ Tensor DecoderLayer::attention_backward(const Tensor& da, std::span<const Tensor
   const Tensor d_o = output(N, hd);
   const Tensor dq = dqg.cols_slice(0, hd), dglog = dqg.cols_slice(hd, 2 * hd);
   const Tensor dk = dkv.cols_slice(0, kvd), dv = dkv.cols_slice(kvd, 2 * kvd);
-  std::vector<Tensor> dckv, dck, dcv;
-  std::int64_t ctx_rows = 0;
-  for (const Tensor& ck : s.ctx_k) ctx_rows += ck.rows();
-  const Tensor dckv_all = output(ctx_rows, 2 * kvd);  // as the forward's s.ckv
-  std::int64_t r = 0;
-  for (const Tensor& ck : s.ctx_k) {
-    dckv.push_back(dckv_all.rows_slice(r, r + ck.rows()));
-    r += ck.rows();
-    dck.push_back(dckv.back().cols_slice(0, kvd));
-    dcv.push_back(dckv.back().cols_slice(kvd, 2 * kvd));
+  const Tensor dckv_all = output(total_rows(s.ctx_k), 2 * kvd);  // as the forward's s.ckv
+  const std::vector<Tensor> dckv = rows_like(dckv_all, s.ctx_k);
+  std::vector<Tensor> dck, dcv;
+  for (const Tensor& t : dckv) {
+    dck.push_back(t.cols_slice(0, kvd));
+    dcv.push_back(t.cols_slice(kvd, 2 * kvd));
   }
   const AttentionDims dims{s.batch, s.seq, c_.H, c_.Hkv, dh};
   be_.attention_bwd(dims, s.q, s.k, s.v, s.ctx_k, s.ctx_v, w_.phi, plan.index, s.o_self, s.o_ctx,

@@ -222,15 +222,9 @@ StageGrads StageModel::backward(const Tensor& dx_out, std::span<const Tensor> dc
 
   // Gradient accumulators of every summary this stage touched, laid out as
   // the summaries are (one zeroed buffer).
-  std::vector<Tensor> ds;
-  std::int64_t ds_rows = 0;
-  for (const Tensor& s : saved.summaries) ds_rows += s.rows();
-  const Tensor ds_all = ds_rows > 0 ? alloc(ds_rows, d) : Tensor{};
-  ds_rows = 0;
-  for (const Tensor& s : saved.summaries) {
-    ds.push_back(ds_all.rows_slice(ds_rows, ds_rows + s.rows()));
-    ds_rows += s.rows();
-  }
+  const std::int64_t ds_rows = total_rows(saved.summaries);
+  const std::vector<Tensor> ds =
+      rows_like(ds_rows > 0 ? alloc(ds_rows, d) : Tensor{}, saved.summaries);
 
   Tensor dx;
   if (spec.head) {

@@ -99,6 +99,14 @@ __global__ void map_pair_packed_kernel(std::int64_t rows, std::int64_t packs1,
   }
 }
 
+// Tensors as a kernel takes them: each one's data and row stride.
+template <class P, int N>
+Views<P, N> views_of(const std::array<const Tensor*, N>& t) {
+  Views<P, N> v{};
+  for (int k = 0; k < N; ++k) v.at[k] = {static_cast<P*>(t[k]->data()), t[k]->ld()};
+  return v;
+}
+
 template <int NI, int NO, class F>
 void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*, NO>& out, F f,
          Stream s) {
@@ -107,17 +115,11 @@ void map(const std::array<const Tensor*, NI>& in, const std::array<const Tensor*
   const char* kernel = "map_kernel";
   auto launch = [&](auto zero) {
     using T = decltype(zero);
-    Views<const T, NI> vi{};
-    Views<T, NO> vo{};
+    Views<const T, NI> vi = views_of<const T, NI>(in);
+    Views<T, NO> vo = views_of<T, NO>(out);
     std::array<const Tensor*, NI + NO> views{};
-    for (int k = 0; k < NI; ++k) {
-      vi.at[k] = {static_cast<const T*>(in[k]->data()), in[k]->ld()};
-      views[k] = in[k];
-    }
-    for (int k = 0; k < NO; ++k) {
-      vo.at[k] = {static_cast<T*>(out[k]->data()), out[k]->ld()};
-      views[NI + k] = out[k];
-    }
+    for (int k = 0; k < NI; ++k) views[k] = in[k];
+    for (int k = 0; k < NO; ++k) views[NI + k] = out[k];
     // Packed when every view's rows start 16-byte aligned and hold whole packs.
     const ChunkWalk w = chunk_walk(views, kPackSize<T>);
     if (w.ok) {
@@ -156,19 +158,15 @@ PackedViews<T, NI, NO> packed_views(const std::array<const Tensor*, NI>& in,
   PackedViews<T, NI, NO> m;
   m.rows = shape.rows();
   m.packs = shape.cols() / kPackSize<T>;
-  const auto take = [&](const Tensor& t) {
-    m.ok = m.ok && rows_in_chunks(t.data(), t.ld(), shape.cols(), kPackSize<T>,
-                                  dtype_size(t.dtype()));
-    m.bytes += bytes_of(t);
+  m.in = views_of<const T, NI>(in);
+  m.out = views_of<T, NO>(out);
+  const auto take = [&](const Tensor* t) {
+    m.ok = m.ok && rows_in_chunks(t->data(), t->ld(), shape.cols(), kPackSize<T>,
+                                  dtype_size(t->dtype()));
+    m.bytes += bytes_of(*t);
   };
-  for (int k = 0; k < NI; ++k) {
-    m.in.at[k] = {static_cast<const T*>(in[k]->data()), in[k]->ld()};
-    take(*in[k]);
-  }
-  for (int k = 0; k < NO; ++k) {
-    m.out.at[k] = {static_cast<T*>(out[k]->data()), out[k]->ld()};
-    take(*out[k]);
-  }
+  for (const Tensor* t : in) take(t);
+  for (const Tensor* t : out) take(t);
   return m;
 }
 
