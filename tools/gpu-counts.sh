@@ -10,7 +10,12 @@
 # fails on them (docs/performance.md, "What a step asks of the GPU").
 #
 #   tools/gpu-counts.sh [--build DIR] [--preset wiola-1.5b] [--seq 16] [--batch 1] [--dtype bf16]
+#                       [--json FILE]
 #     --build DIR  the build holding tests/cuda/wiola_cuda_counts (default build-tests/)
+#     --json FILE  also count (2B, T) and (B, 2T) and write all three shapes'
+#                  counts, part by part, to FILE: the input of
+#                  wiola-profile --project's times.counts (docs/profiling.md).
+#                  Give --seq a multiple of 64 (the attention tile) there.
 # The counts depend on the widths and the layer kind, not on the sequence
 # length, so the default short sequence gives a full micro-batch's figures
 # (the 1.5b widths take about a minute on 2 cores).
@@ -21,7 +26,7 @@ args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=${2:?--build needs a folder}; shift 2 ;;
-    --preset|--seq|--batch|--dtype) args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+    --preset|--seq|--batch|--dtype|--json) args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-counts: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac

@@ -64,7 +64,7 @@ std::vector<float> widen(const void* p, DType t, std::int64_t rows, std::int64_t
 void Blas::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                 MatrixView a, MatrixView b, float beta, void* c, DType c_dtype, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
-  count_device_event(DeviceEvent::Gemm);
+  count_device_event(DeviceEvent::Gemm, 2 * m * n * k);
   require(a.dtype == b.dtype, "emulated BLAS: A is ", dtype_name(a.dtype), " but B is ",
           dtype_name(b.dtype));
   const GemmKey key = gemm_key(ta, tb, m, n, k, a, b, c, c_dtype, ldc);

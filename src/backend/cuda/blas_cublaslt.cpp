@@ -64,7 +64,7 @@ Blas::~Blas() {
 void Blas::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                 MatrixView a, MatrixView b, float beta, void* c, DType c_dtype, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
-  count_device_event(DeviceEvent::Gemm);
+  count_device_event(DeviceEvent::Gemm, 2 * m * n * k);
   require(a.dtype == b.dtype, "cuBLASLt: A is ", dtype_name(a.dtype), " but B is ",
           dtype_name(b.dtype));
   const cudaDataType_t tab = cuda_type(a.dtype), tc = cuda_type(c_dtype);

@@ -8,7 +8,8 @@ namespace {
 
 struct Atomics {
   std::atomic<std::int64_t> launches{0}, gemms{0}, memsets{0}, memset_bytes{0}, copies{0},
-      host_syncs{0}, allocations{0}, kernel_bytes{0}, device_copy_bytes{0}, floor_bytes{0};
+      host_syncs{0}, allocations{0}, kernel_bytes{0}, device_copy_bytes{0}, floor_bytes{0},
+      gemm_flops{0}, attention_flops{0};
 };
 
 Atomics& atomics() {
@@ -30,6 +31,8 @@ DeviceCounts operator-(const DeviceCounts& a, const DeviceCounts& b) {
   d.kernel_bytes = a.kernel_bytes - b.kernel_bytes;
   d.device_copy_bytes = a.device_copy_bytes - b.device_copy_bytes;
   d.floor_bytes = a.floor_bytes - b.floor_bytes;
+  d.gemm_flops = a.gemm_flops - b.gemm_flops;
+  d.attention_flops = a.attention_flops - b.attention_flops;
   return d;
 }
 
@@ -41,7 +44,11 @@ void count_device_event(DeviceEvent e, std::int64_t bytes) {
       a.launches.fetch_add(1, relaxed);
       a.kernel_bytes.fetch_add(bytes, relaxed);
       break;
-    case DeviceEvent::Gemm: a.gemms.fetch_add(1, relaxed); break;
+    case DeviceEvent::Gemm:
+      a.gemms.fetch_add(1, relaxed);
+      a.gemm_flops.fetch_add(bytes, relaxed);
+      break;
+    case DeviceEvent::AttentionFlops: a.attention_flops.fetch_add(bytes, relaxed); break;
     case DeviceEvent::Memset:
       a.memsets.fetch_add(1, relaxed);
       a.memset_bytes.fetch_add(bytes, relaxed);
@@ -70,6 +77,8 @@ DeviceCounts device_counts() {
   c.kernel_bytes = a.kernel_bytes.load();
   c.device_copy_bytes = a.device_copy_bytes.load();
   c.floor_bytes = a.floor_bytes.load();
+  c.gemm_flops = a.gemm_flops.load();
+  c.attention_flops = a.attention_flops.load();
   return c;
 }
 

@@ -30,6 +30,11 @@ struct DeviceCounts {
   std::int64_t kernel_bytes = 0;       // declared by the launches
   std::int64_t device_copy_bytes = 0;  // read and written by device-to-device copies
   std::int64_t floor_bytes = 0;        // the ops' operands, each once
+  // Work: the matrix products' FLOPs (2mnk each), and the FLOPs of the
+  // products the attention kernels run on their tiles (declared at launch,
+  // kernels/attention_common.cuh: the tiles a causal mask leaves).
+  std::int64_t gemm_flops = 0;
+  std::int64_t attention_flops = 0;
   // What the non-GEMM work moves through device memory.
   std::int64_t non_gemm_bytes() const { return kernel_bytes + memset_bytes + device_copy_bytes; }
   // Everything the device runs in order on the stream: what a CUDA graph of
@@ -40,11 +45,12 @@ struct DeviceCounts {
 DeviceCounts operator-(const DeviceCounts& after, const DeviceCounts& before);
 
 enum class DeviceEvent : std::uint8_t {
-  Launch, Gemm, Memset, Copy, DeviceCopy, HostSync, Allocation, Floor
+  Launch, Gemm, Memset, Copy, DeviceCopy, HostSync, Allocation, Floor, AttentionFlops
 };
 
 // Called by the runtimes, the matrix products and the backend's op front;
-// `bytes` for launches, memsets, device-to-device copies and the floor.
+// `bytes` for launches, memsets, device-to-device copies and the floor, the
+// FLOPs for matrix products and attention kernels.
 void count_device_event(DeviceEvent e, std::int64_t bytes = 0);
 DeviceCounts device_counts();
 

@@ -548,6 +548,8 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
     WIOLA_CHECK_LAUNCH("attention_bwd_dkdv",
                        2 * b.kv + 2 * b.q + 2 * b.stats + n * 12 + 2 * b.kv + rot_dkdv +
                            buckets);
+    // Q·Kᵀ and dO·Vᵀ again, Pᵀ·dO and dSᵀ·Q, for every query head of the group.
+    count_tile_products<DHP>(a.batch, a.heads, a.seq, 4);
   }
   {
     using L = DqSmem<T, DHP>;
@@ -563,6 +565,7 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
     WIOLA_CHECK_LAUNCH("attention_bwd_dq",
                        2 * b.q + 2 * b.stats + 2 * b.kv + n * 12 + ctx + b.q + rot_dq +
                            buckets);
+    count_tile_products<DHP>(a.batch, a.heads, a.seq, 3);  // Q·Kᵀ and dO·Vᵀ again, dS·K
   }
 }
 

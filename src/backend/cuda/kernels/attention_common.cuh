@@ -37,6 +37,7 @@
 #include <type_traits>
 
 #include "backend/backend.hpp"
+#include "backend/cuda/device_counters.hpp"
 #include "backend/cuda/kernels/common.cuh"
 #include "core/error.hpp"
 
@@ -110,6 +111,18 @@ void with_padded_head_dim(int dh, F&& f) {
 }
 
 constexpr std::size_t align128(std::size_t x) { return (x + 127) / 128 * 128; }
+
+// Host: counts the FLOPs of the tile products a kernel runs
+// (device_counters.hpp): `products` products of 64 x 64 x DHP for each
+// (query tile, key tile) pair of a head that a causal mask leaves, the tiles
+// at or below the diagonal. A block under an ATM plan may skip some of them,
+// so there the count is an upper bound.
+template <int DHP>
+void count_tile_products(int batch, int heads, int seq, int products) {
+  const std::int64_t tiles = (seq + kBQ - 1) / kBQ, pairs = tiles * (tiles + 1) / 2;
+  count_device_event(DeviceEvent::AttentionFlops, std::int64_t(batch) * heads * pairs * products *
+                                                      2 * std::int64_t(kBQ) * kBK * DHP);
+}
 
 // Host: raises a kernel's dynamic shared memory limit above the default 48 KiB.
 template <class Kernel>

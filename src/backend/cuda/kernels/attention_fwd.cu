@@ -260,6 +260,7 @@ void launch_fwd(const Args<T>& a, const FwdOut<T>& out, Stream s) {
   WIOLA_CHECK_LAUNCH("attention_fwd_kernel", b.q + 2 * b.kv + b.ctx + n * 12 +
                                                  (2 + ctx) * b.q + (1 + ctx) * b.stats + gate +
                                                  rot);
+  count_tile_products<DHP>(a.batch, a.heads, a.seq, 2);  // Q·Kᵀ and P·V
 }
 
 }  // namespace
