@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.hpp"
 #include "model/flops.hpp"
@@ -167,6 +168,44 @@ bool read_given_times(const SpecValues& in, ProjectionSpec& spec) {
   return true;
 }
 
+// [times] counts and [ceilings]: per-layer times from the counted work at the
+// ceilings; false when no counts file is given.
+bool read_counted_times(const SpecValues& in, ProjectionSpec& spec) {
+  if (!in.has("times.counts")) return false;
+  const RunLayout& L = spec.layout;
+  Ceilings& c = spec.ceilings;
+  const auto positive = [&](const char* key, double unit) {
+    require(in.has(key), "projection: times.counts needs ", key,
+            " (tools/gpu-check.sh measures the ceilings; docs/profiling.md)");
+    const double v = in.number(key, 0);
+    require(v > 0, "projection: ", key, " must be positive, got ", v);
+    return v * unit;
+  };
+  c.gemm_flops_per_s = positive("ceilings.gemm_tflops", 1e12);
+  c.attention_flops_per_s = positive("ceilings.attention_tflops", 1e12);
+  c.memory_Bps = positive("ceilings.memory_GBps", kSpecGB);
+  c.operation_s = in.number("ceilings.launch_us", 0) * kSpecUs;
+  require(c.operation_s >= 0, "projection: ceilings.launch_us must not be negative");
+  c.source = in.text("ceilings.source", "given in the spec");
+  const std::string path = in.text("times.counts", "");
+  spec.counted = read_counted_work(path, L.model, L.micro_batch, L.model.T);
+  spec.source = TimeSource::Layers;
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "per-layer times from counted work (%s: %s) at ceilings %s: GEMMs %.4g TFLOP/s, "
+                "attention %.4g TFLOP/s, memory %.4g GB/s, %.3g us per device operation",
+                path.c_str(), spec.counted->counted.c_str(), c.source.c_str(),
+                c.gemm_flops_per_s / 1e12, c.attention_flops_per_s / 1e12, c.memory_Bps / 1e9,
+                c.operation_s / kSpecUs);
+  spec.source_text = buf;
+  spec.layer_times = counted_layer_times(*spec.counted, L.model, c);
+  spec.times_micro_batch = L.micro_batch;
+  // The optimizer is memory-bound: priced at the measured bandwidth unless
+  // the cluster gives one.
+  if (spec.memory_Bps <= 0) spec.memory_Bps = c.memory_Bps;
+  return true;
+}
+
 // Times from a profile of the same model: its per-stage times when the target
 // has its partition and micro-batch size, else its per-layer times.
 void times_from_profile(const SpecValues& in, const MeasuredProfile& prof,
@@ -282,7 +321,7 @@ ProjectionSpec build_spec(const boost::program_options::variables_map& vm,
   spec.message_bytes = in.numbers("times.message_bytes");
   spec.other_s = in.number("times.other_s", 0.0);
   spec.weight_share = in.number("times.weight_share", -1.0);
-  if (!read_given_times(in, spec)) {
+  if (!read_given_times(in, spec) && !read_counted_times(in, spec)) {
     if (prof)
       times_from_profile(in, *prof, prof_path, spec);
     else

@@ -8,6 +8,8 @@
 //     else its per-layer times (measured_profile.hpp), re-summed over the target's
 //     partition and scaled by micro-batch tokens;
 //   * per-stage or per-layer times given in the spec file;
+//   * per-layer times from counted device work at measured ceilings
+//     (counted_work.hpp);
 //   * the FLOP formula at a fraction of the device's peak.
 #include <optional>
 #include <utility>
@@ -17,6 +19,7 @@
 #include "profile/layout.hpp"
 #include "profile/metrics.hpp"
 #include "wiola-profile/cluster.hpp"
+#include "wiola-profile/counted_work.hpp"
 #include "wiola-profile/measured_profile.hpp"
 #include "wiola-profile/simulator.hpp"
 
@@ -62,6 +65,9 @@ struct ProjectionSpec {
   double optimizer_s_per_param = -1;            // Layers (< 0: from memory bandwidth)
   double other_s = 0;                           // Layers, Flops: per step and rank
   std::vector<double> message_bytes;            // optional per-(virtual-)boundary override
+  // Layers from counted work (times.counts): the work per part and the ceilings.
+  std::optional<CountedWork> counted;
+  Ceilings ceilings;
 
   // When the times came from a profile of exactly this layout: what it measured.
   struct Measured {

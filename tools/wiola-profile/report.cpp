@@ -405,6 +405,63 @@ std::string sweep_csv(std::vector<SweepRow> rows) {
   return out;
 }
 
+namespace {
+
+// Each counted part's work in one micro-batch of the target and its time at
+// the ceilings, by kind (projection from counts).
+std::string format_counted_work(const CountedWork& w, const Ceilings& c) {
+  std::string out = fmt("\n  counted work per micro-batch of %d x %d tokens, and its time:\n",
+                        w.micro_batch, w.seq);
+  out += fmt("  %-20s %10s %10s %10s %7s | %9s %9s %9s %9s %9s\n", "part", "GEMM GF",
+             "attn GF", "other MB", "ops", "GEMM us", "attn us", "memory us", "ops us",
+             "total us");
+  const auto row = [&](const char* name, const Work& work) {
+    const WorkTime t = time_of(work, c);
+    out += fmt("  %-20s %10.2f %10.2f %10.1f %7.0f | %9.1f %9.1f %9.1f %9.1f %9.1f\n", name,
+               work.gemm_flops / 1e9, work.attention_flops / 1e9, work.bytes / 1e6,
+               work.operations, t.gemm_s * 1e6, t.attention_s * 1e6, t.memory_s * 1e6,
+               t.operations_s * 1e6, t.total() * 1e6);
+  };
+  const std::pair<const char*, const CountedPart*> parts[] = {
+      {"ATM layer", &w.atm_layer}, {"plain layer", &w.plain_layer},
+      {"head", &w.head}, {"embedding", &w.embedding}};
+  for (const auto& [name, part] : parts) {
+    row(fmt("%s fwd", name).c_str(), part->forward);
+    row(fmt("%s bwd", name).c_str(), part->backward);
+  }
+  return out;
+}
+
+Json work_json(const Work& work, const Ceilings& c) {
+  const WorkTime t = time_of(work, c);
+  return {{"gemm_flops", work.gemm_flops},  {"attention_flops", work.attention_flops},
+          {"bytes", work.bytes},            {"operations", work.operations},
+          {"gemm_s", t.gemm_s},             {"attention_s", t.attention_s},
+          {"memory_s", t.memory_s},         {"operations_s", t.operations_s}};
+}
+
+Json counted_work_json(const CountedWork& w, const Ceilings& c) {
+  Json parts = Json::object();
+  const std::pair<const char*, const CountedPart*> named[] = {
+      {"atm_layer", &w.atm_layer}, {"plain_layer", &w.plain_layer},
+      {"head", &w.head}, {"embedding", &w.embedding}};
+  for (const auto& [name, part] : named)
+    parts[name] = {{"forward", work_json(part->forward, c)},
+                   {"backward", work_json(part->backward, c)}};
+  return {{"file", w.file},
+          {"counted", w.counted},
+          {"micro_batch", w.micro_batch},
+          {"ceilings",
+           {{"gemm_flops_per_s", c.gemm_flops_per_s},
+            {"attention_flops_per_s", c.attention_flops_per_s},
+            {"memory_Bps", c.memory_Bps},
+            {"operation_s", c.operation_s},
+            {"source", c.source}}},
+          {"parts", std::move(parts)}};
+}
+
+}  // namespace
+
 std::string format_projection(const Projection& p) {
   const ProjectionSpec& s = p.spec;
   const RunLayout& l = s.layout;
@@ -426,6 +483,7 @@ std::string format_projection(const Projection& p) {
   out += "\n";
   if (s.peak_flops > 0)
     out += fmt("  peak %.4g TFLOP/s per rank (%s)\n", s.peak_flops / 1e12, s.peak_source.c_str());
+  if (s.counted) out += format_counted_work(*s.counted, s.ceilings);
   out += "\n";
   out += fmt("  %-20s %12s %12s %12s %12s %13s %13s\n", "per stage", "fwd ms/mb", "bwd ms/mb",
              "message", "params", "optimizer ms", "grad reduce");
@@ -519,6 +577,7 @@ Json projection_json(const Projection& p) {
                 {"inter_bandwidth_Bps", s.cluster.inter.bandwidth_Bps},
                 {"peak_flops_per_rank", s.peak_flops}}},
               {"compute_times", s.source_text},
+              {"counted_work", s.counted ? counted_work_json(*s.counted, s.ceilings) : Json()},
               {"stage_costs", std::move(costs)},
               {"predicted", overall_json(p.metrics.overall)},
               {"stages", stages_json(s.layout, p.metrics)}};
