@@ -19,9 +19,12 @@
 #   bundle        the bundle's programs start here (env.sh, wiola-train --version);
 #   op tests      wiola_test_cuda_device_ops: every CUDA op against the CPU
 #                 backend on the device, random data, the real layouts' offsets;
-#   ceilings      PyTorch's bf16 torch.matmul of 8192^3 on random data and a
-#                 device copy: the rates MFU and bandwidth are stated against
-#                 (measured here, not wiola's: labelled as PyTorch's);
+#   ceilings      PyTorch's bf16 torch.matmul of 8192^3 on random data, a
+#                 device copy, causal attention (its fused kernel, forward +
+#                 backward) and tiny kernels replayed in a CUDA graph: the
+#                 rates MFU and bandwidth are stated against (measured here,
+#                 not wiola's: labelled as PyTorch's), and the --project-set
+#                 line that prices counted work at them (docs/profiling.md);
 #   wiola layers  wiola-bench layers: wiola-1.5b cut to N full-width layers
 #                 (default 4) at T = 2048, micro-batch B (default 4), a whole
 #                 training step (embedding, layers, head, loss, AdamW) in
@@ -270,7 +273,7 @@ step_ceilings() {
   local script log=$logs/torch-ceilings.log
   script=$(helper torch_wiola.py tools/bench/torch_wiola.py)
   local args=(--device "$device" --ceilings --threads "$threads")
-  [ $dry -eq 1 ] && args+=(--gemm-n 512 --copy-mib 64)
+  [ $dry -eq 1 ] && args+=(--gemm-n 512 --copy-mib 64 --attn-batch 1 --attn-heads 2 --attn-seq 256 --attn-head-dim 64)
   run_step 90 "$log" "$python" "$script" "${args[@]}" || { bad "$what_gemm" "$(why $? "$log")"; return; }
   peak_measured=$(awk '/^torch ceiling bf16-matmul/ { print $5 }' "$log")
   copy_measured=$(awk '/^torch ceiling copy/ { print $5 }' "$log")
@@ -281,6 +284,21 @@ step_ceilings() {
   fi
   row "$what_gemm$(dry_note "CPU")" "$peak_measured TFLOP/s ($(sed -n 's/^torch ceiling bf16-matmul TFLOP\/s [^ ]* (\([^ ]*\).*/\1/p' "$log"))"
   row "$what_copy$(dry_note "CPU")" "$copy_measured GB/s"
+  local attn launch
+  attn=$(awk '/^torch ceiling attention TFLOP/ { print $5 }' "$log")
+  launch=$(awk '/^torch ceiling launch us/ { print $5 }' "$log")
+  if is_number "$attn"; then
+    row "ceiling: causal bf16 attention, forward + backward, measured by PyTorch (its fused kernel)$(dry_note "CPU")" "$attn TFLOP/s"
+  else
+    row "ceiling: causal bf16 attention" "not measured: $(grep -m1 '^torch ceiling attention' "$log" || echo 'no line in torch-ceilings.log')"
+  fi
+  is_number "$launch" && row "ceiling: the gap one more kernel adds (PyTorch, tiny kernels in a CUDA graph)$(dry_note "CPU, eager ops")" "$launch us"
+  # What wiola-profile --project needs to price the counted work
+  # (tools/gpu-counts.sh --json; docs/profiling.md, "Projection from counts").
+  if is_number "$attn" && is_number "$launch"; then
+    row "projection from counts: wiola-profile --project SPEC --project-set times.counts=COUNTS.json and" \
+        "--project-set ceilings.gemm_tflops=$peak_measured --project-set ceilings.attention_tflops=$attn --project-set ceilings.memory_GBps=$copy_measured --project-set ceilings.launch_us=$launch --project-set ceilings.source=measured-by-gpu-check"
+  fi
 }
 
 wiola_step_ms=""

@@ -17,8 +17,10 @@ On the CPU it runs on Debian's python3-torch (1.13) for /usr/bin/python3
 
 Prints one line: "torch tokens/s <x> step_ms <y> ..." (then the device, dtype,
 mode, attention kernel and peak memory). --ceilings prints instead the
-device's measured bf16 matrix-product rate and copy bandwidth, the ceilings
-tools/gpu-check.sh states MFU against.
+device's measured bf16 matrix-product rate, copy bandwidth, causal attention
+rate (PyTorch's fused kernel) and the gap one more kernel adds: the ceilings
+tools/gpu-check.sh states MFU against and wiola-profile --project prices
+counted work at.
 
 --dtype bf16 is PyTorch's mixed precision (torch.autocast to bfloat16 over
 fp32 parameters, gradients and AdamW state), the counterpart of wiola's bf16
@@ -288,6 +290,63 @@ def ceilings(a, device):
     seconds = timed(device, lambda: dst.copy_(src), 3, 10)
     print(f"torch ceiling copy GB/s {2.0 * 4 * count / seconds / 1e9:.1f} "
           f"({a.copy_mib} MiB copy_ on {device.type}, read + written, mean of 10 after 3 warm-ups)")
+    del src, dst
+    attention_ceiling(a, device)
+    launch_ceiling(device)
+
+
+def attention_ceiling(a, device):
+    """Causal bf16 attention, forward and backward, through PyTorch's fused
+    kernel (FlashAttention-2 on CUDA). FLOPs as FlashAttention counts them:
+    the causal half of 4 T^2 dh per head forward, 2.5 times that backward."""
+    if not HAVE_SDPA:
+        print("torch ceiling attention: not measured (this PyTorch has no "
+              "scaled_dot_product_attention)")
+        return
+    b, h, t, dh = a.attn_batch, a.attn_heads, a.attn_seq, a.attn_head_dim
+    shape = (b, h, t, dh)
+    q, k, v = (torch.randn(shape, device=device, dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    grad = torch.randn(shape, device=device, dtype=torch.bfloat16)
+
+    def step():
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out.backward(grad)
+
+    seconds = timed(device, step, 2, 5)
+    flops = 3.5 * 4.0 * b * h * t * t * dh / 2
+    print(f"torch ceiling attention TFLOP/s {flops / seconds / 1e12:.4g} "
+          f"(scaled_dot_product_attention, causal, forward + backward, {b} x {h} heads x {t} "
+          f"x {dh}, mean of 5 after 2 warm-ups)")
+
+
+def launch_ceiling(device):
+    """The time one more tiny kernel adds to a stream: on CUDA 1,000 of them
+    captured in a CUDA graph and replayed (the device's gap between kernels,
+    without the host's launch cost); on the CPU one tiny PyTorch op."""
+    x = torch.zeros(1, device=device)
+    n = 1000
+
+    def kernels():
+        for _ in range(n):
+            x.add_(1)
+
+    how = "1,000 one-element add_ in a CUDA graph, replayed"
+    run = kernels
+    if device.type == "cuda":
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            kernels()  # warm up outside the capture, as CUDA graphs ask
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(graph):
+            kernels()
+        run = graph.replay
+    else:
+        how = "1,000 one-element add_ on the CPU, eager"
+    seconds = timed(device, run, 2, 10)
+    print(f"torch ceiling launch us {seconds / n * 1e6:.3g} ({how}, mean of 10 after 2 warm-ups)")
 
 
 def main():
@@ -317,9 +376,14 @@ def main():
                         "(default: fused on CUDA, explicit on the CPU)")
     p.add_argument("--compile", action="store_true", help="wrap the model in torch.compile")
     p.add_argument("--ceilings", action="store_true",
-                   help="print the measured bf16 matmul rate and copy bandwidth instead")
+                   help="print the measured bf16 matmul rate, copy bandwidth, causal attention "
+                        "rate and gap per kernel instead")
     p.add_argument("--gemm-n", type=int, default=8192, help="--ceilings: the matmul's n (n^3)")
     p.add_argument("--copy-mib", type=int, default=4096, help="--ceilings: the bytes copied")
+    p.add_argument("--attn-batch", type=int, default=4, help="--ceilings: attention's batch")
+    p.add_argument("--attn-heads", type=int, default=16, help="--ceilings: attention's heads")
+    p.add_argument("--attn-seq", type=int, default=2048, help="--ceilings: attention's length")
+    p.add_argument("--attn-head-dim", type=int, default=128, help="--ceilings: attention's dh")
     a = p.parse_args()
 
     if a.device == "cuda" and not torch.cuda.is_available():
