@@ -29,7 +29,8 @@
 #                 (default 4) at T = 2048, micro-batch B (default 4), a whole
 #                 training step (embedding, layers, head, loss, AdamW) in
 #                 bf16: step time, tokens/s, MFU against the measured rate and
-#                 the datasheet, peak memory, the time per op family;
+#                 the datasheet, peak memory, the time per op family, and
+#                 the device counters of a step beside its time;
 #   torch layers  the same model and shapes in PyTorch on the same GPU in the
 #                 same call (tools/bench/torch_wiola.py, bf16 autocast,
 #                 F.scaled_dot_product_attention), eager and torch.compile:
@@ -326,6 +327,11 @@ step_wiola_layers() {
     mfu_measured=$(awk -v f="$tflops" -v p="$peak_measured" 'BEGIN { printf "%.1f%% of the measured %s TFLOP/s", 100 * f / p, p }')
   row "wiola MFU" "$mfu_measured; $(sed -n 's/^  MFU //p' "$log")"
   row "wiola peak memory" "$(sed -n 's/^  peak memory //p' "$log")"
+  # The device counters beside the measured time (none on the CPU).
+  if grep -q '^  counted per step: ' "$log"; then
+    row "wiola counted per step (launches, memsets, host syncs, allocations, bytes, FLOPs)" "$(sed -n 's/^  counted per step: //p' "$log")"
+    row "wiola work over the step time" "$(sed -n 's/^  per step time: //p' "$log")"
+  fi
   # The op families that take the most time, and the time outside the ops.
   row "wiola time per op family (ms per step, share)" "$(awk '
     /^    family/ { on = 1; next }

@@ -19,10 +19,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "backend/device_counts.hpp"
 #include "backend/op_table.hpp"
 #include "core/model_config.hpp"  // SummaryMode
 #include "core/tensor.hpp"
@@ -168,6 +170,11 @@ class Backend {
     std::size_t in_use = 0, peak = 0;
   };
   virtual MemoryStats memory() const { return {}; }
+  // What this backend has asked of its device since the process started
+  // (device_counts.hpp): launches, products, memsets, copies, host syncs,
+  // allocations, bytes and FLOPs; a phase is the difference of two reads.
+  // None where nothing is counted (the CPU).
+  virtual std::optional<DeviceCounts> device_counts() const { return std::nullopt; }
   // Memory this rank may use for tensors: the device's memory, or on the CPU
   // this machine's share per local rank (bytes).
   virtual std::size_t memory_capacity() const = 0;

@@ -3,13 +3,16 @@
 // runtime counts it, so tools/gpu-counts.sh reports what a GPU would be asked.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
 #include "backend/cuda/device_counters.hpp"
 #include "core/error.hpp"
 #include "core/model_config.hpp"
 #include "model/stage_model.hpp"
+#include "cuda_emu.hpp"
 #include "runtime_emu.hpp"
 #include "synthetic_input.hpp"
 
@@ -18,6 +21,30 @@ namespace {
 
 using cuda::device_counts;
 using cuda::DeviceCounts;
+
+// What wiola-bench reads through the backend interface is the process's
+// counters; the CPU counts nothing.
+TEST(DeviceCounters, TheBackendInterfaceReadsTheProcessCounters) {
+  cuda::CudaBackend cuda_be(0);
+  const Backend& be = cuda_be;
+  const Tensor x = cuda_be.alloc(DType::F32, 8, 16), w = cuda_be.alloc(DType::F32, 4, 16),
+               y = cuda_be.alloc(DType::F32, 8, 4);
+  const std::optional<DeviceCounts> before = be.device_counts();
+  ASSERT_TRUE(before.has_value());
+  const DeviceCounts direct = device_counts();
+  cuda_be.linear_fwd(x, w, y, false);
+  cuda_be.fill(x, 1.0);
+  const std::optional<DeviceCounts> after = be.device_counts();
+  ASSERT_TRUE(after.has_value());
+  const DeviceCounts d = *after - *before, e = device_counts() - direct;
+  EXPECT_EQ(d.gemms, 1);
+  EXPECT_EQ(d.gemm_flops, 2 * 8 * 4 * 16);
+  EXPECT_EQ(d.launches, 1);
+  EXPECT_EQ(d.gemms, e.gemms);
+  EXPECT_EQ(d.launches, e.launches);
+  EXPECT_EQ(d.kernel_bytes, e.kernel_bytes);
+  EXPECT_FALSE(CpuBackend().device_counts().has_value());
+}
 
 TEST(DeviceCounters, EachRuntimeCallIsCountedOnce) {
   cuda::CudaBackend be(0);
@@ -228,6 +255,32 @@ std::string capture_second_microbatch(AtmMode atm) {
     }
   }
   return "";
+}
+
+// The attention FLOPs the kernels declare at launch are the tensor cores'
+// work: every 16x16x16 mma_sync the emulation runs, in a training
+// micro-batch without ATM (where a causal mask's tiles are exactly the ones
+// visited), with whole and partial last tiles.
+TEST(DeviceCounters, AttentionFlopsAreTheTensorCoresWork) {
+  for (const int T : {128, 100}) {
+    ModelConfig cfg = preset("wiola-small");
+    cfg.atm = AtmMode::Off;
+    cfg.L = 2;
+    cuda::CudaBackend be(0);
+    StageModel model(be, cfg, StageSpec::whole(cfg), DType::BF16);
+    model.params().init(5);
+    const int B = 2;
+    const StageInput in = synthetic_input(be, cfg, B, T);
+    const DeviceCounts before = device_counts();
+    const std::int64_t mma_before = emu::mma_syncs();
+    StageSaved saved;
+    (void)model.forward(in, /*training=*/true, saved);
+    model.backward(Tensor{}, {}, 1.0 / (B * T), saved);
+    const DeviceCounts d = device_counts() - before;
+    const std::int64_t mma = emu::mma_syncs() - mma_before;
+    EXPECT_GT(mma, 0);
+    EXPECT_EQ(d.attention_flops, mma * 2 * 16 * 16 * 16) << "T = " << T;
+  }
 }
 
 TEST(DeviceCounters, AMicroBatchCouldBeCapturedAsAGraphWithAtmOffOrOn) {

@@ -28,7 +28,6 @@
 #include "synthetic_input.hpp"
 
 using namespace wiola;
-using cuda::DeviceCounts;
 using Json = nlohmann::json;
 
 namespace {
@@ -39,17 +38,9 @@ double floor_ratio(const DeviceCounts& c) {
 }
 
 std::string line(const char* what, const DeviceCounts& c) {
-  char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "  %-22s launches %4lld (GEMMs %3lld, kernels %3lld), memsets %3lld (%lld kB), "
-                "copies %2lld, host syncs %2lld, allocations %3lld, non-GEMM %7.2f MB "
-                "(floor %7.2f MB, x %.2f)",
-                what, static_cast<long long>(c.launches + c.gemms), static_cast<long long>(c.gemms),
-                static_cast<long long>(c.launches), static_cast<long long>(c.memsets),
-                static_cast<long long>(c.memset_bytes / 1024), static_cast<long long>(c.copies),
-                static_cast<long long>(c.host_syncs), static_cast<long long>(c.allocations),
-                double(c.non_gemm_bytes()) / 1e6, double(c.floor_bytes) / 1e6, floor_ratio(c));
-  return buf;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "  %-22s ", what);
+  return buf + describe_counts(c);
 }
 
 // The counters at each layer boundary of one forward and one backward.
@@ -60,10 +51,6 @@ class CountsAtBoundaries final : public LayerBoundaries {
   void layer_grads_final(int layer) override { backward[layer] = cuda::device_counts(); }
 };
 
-DeviceCounts operator+(const DeviceCounts& a, const DeviceCounts& b) {
-  DeviceCounts z;
-  return a - (z - b);
-}
 
 // One micro-batch's counts, by part, forward and backward.
 struct Parts {
@@ -142,8 +129,6 @@ void print(const Parts& p, const std::string& preset_name, const ModelConfig& cf
   std::printf("%s\n", line("embedding, both", p.embed_f + p.embed_b).c_str());
   std::printf("%s\n", line("micro-batch, all", p.all).c_str());
   const DeviceCounts l = p.atm_f + p.atm_b;
-  std::printf("work per ATM layer: GEMMs %.3f GFLOP, attention tiles %.3f GFLOP\n",
-              double(l.gemm_flops) / 1e9, double(l.attention_flops) / 1e9);
   std::printf("per layer: launches %lld, host syncs %lld, memsets %lld, allocations %lld, "
               "non-GEMM bytes %.2f x the floor\n",
               static_cast<long long>(l.launches + l.gemms), static_cast<long long>(l.host_syncs),

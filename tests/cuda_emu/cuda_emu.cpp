@@ -1,6 +1,7 @@
 // The fiber scheduler behind cuda_emu.hpp: one ucontext per emulated thread,
 // the blocks of a grid one after another, barriers released when every
 // thread of their group that has not exited has arrived.
+#include <atomic>
 #include "cuda_emu.hpp"
 
 #include "fiber_context.hpp"
@@ -313,6 +314,12 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
 }
 
 std::size_t launches() { return g_launches; }
+
+namespace {
+std::atomic<std::int64_t> g_mma_syncs{0};
+}  // namespace
+std::int64_t mma_syncs() { return g_mma_syncs.load(); }
+void count_mma_sync() { g_mma_syncs.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace wiola::emu
 

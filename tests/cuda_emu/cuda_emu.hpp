@@ -110,6 +110,10 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
                 const std::function<void()>& body, const void* entry = nullptr);
 // Kernels launched so far on this OS thread (tests count launches).
 std::size_t launches();
+// Warp-wide wmma::mma_sync calls (16x16x16 each) run so far in the process:
+// what the tensor cores would be asked (tests check the counters' FLOPs).
+std::int64_t mma_syncs();
+void count_mma_sync();
 
 template <class T>
 std::uint64_t to_bits(T v) {

@@ -10,7 +10,10 @@
 // cut model), MFU against the device's dense peak (a datasheet figure for
 // known GPUs, else a measured GEMM, named in the output), peak memory, and a
 // table of the time per op family, forward, backward and optimizer, from a
-// second, synchronised pass (time_split.hpp).
+// second, synchronised pass (time_split.hpp). On a device that counts its
+// work (Backend::device_counts: CUDA), each step's counts are printed beside
+// its time: launches, products, memsets, host syncs, allocations, bytes and
+// FLOPs, and each kind of work over the step time.
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -134,10 +137,12 @@ int bench_layers(int argc, const char* const* argv) {
 
   for (int i = 0; i < o.warmup; ++i) step();
   be.synchronize();
+  const std::optional<DeviceCounts> counts_before = be.device_counts();
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.steps; ++i) step();
   be.synchronize();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::optional<DeviceCounts> counts_after = be.device_counts();
   const double tokens_per_s = double(n) * o.steps / seconds;
   const double flops = tokens_per_s * training_flops_per_token(c);
   const Peak peak = device_peak(*chosen.backend, chosen.dtype, o.peak);
@@ -152,6 +157,19 @@ int bench_layers(int argc, const char* const* argv) {
   std::printf("  MFU %.1f%% of %.1f TFLOP/s (%s)\n", 100.0 * flops / peak.flops,
               peak.flops / 1e12, peak.source.c_str());
   std::printf("  peak memory %.2f GiB\n", double(be.memory().peak) / double(1ull << 30));
+  if (counts_before && counts_after) {
+    // What each step asked of the device, beside the time it took: each
+    // kind of work over the whole step is a lower bound on its own rate.
+    const DeviceCounts counted = *counts_after - *counts_before;
+    const double step_s = seconds / o.steps;
+    std::printf("  counted per step: %s\n", describe_counts(counted, o.steps).c_str());
+    std::printf("  per step time: GEMMs %.4g TFLOP/s, attention tiles %.4g TFLOP/s, "
+                "non-GEMM %.4g GB/s, %.3g us per device operation\n",
+                double(counted.gemm_flops) / o.steps / step_s / 1e12,
+                double(counted.attention_flops) / o.steps / step_s / 1e12,
+                double(counted.non_gemm_bytes()) / o.steps / step_s / 1e9,
+                step_s / (double(counted.device_operations()) / o.steps) * 1e6);
+  }
 
   if (o.split_steps > 0) print_time_split(*chosen.backend, chosen.dtype, c, o.micro_batch, o.split_steps);
   return 0;

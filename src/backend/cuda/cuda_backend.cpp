@@ -124,6 +124,9 @@ Backend::MemoryStats CudaBackend::memory() const {
   return {memory_->in_use.load(), memory_->peak.load()};
 }
 
+// The process's counters: every CUDA backend of the process counts into them.
+std::optional<DeviceCounts> CudaBackend::device_counts() const { return cuda::device_counts(); }
+
 Tensor CudaBackend::do_alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
   Tensor t = allocate_tensor(dtype, rows, cols, "a");
   memset_zero(t.data(), rounded_up(t.bytes()), stream_);  // Backend::alloc hands out zeros

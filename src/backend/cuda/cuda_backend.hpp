@@ -32,6 +32,7 @@ class CudaBackend final : public Backend {
   // no CUDA library can use.
   void* native_stream() const override;
   MemoryStats memory() const override;
+  std::optional<DeviceCounts> device_counts() const override;
   std::size_t memory_capacity() const override;
   void reserve_memory(std::size_t bytes) override;
   // The head's loss keeps no logits (cuda_backend_loss.cpp).

@@ -19,23 +19,6 @@ Atomics& atomics() {
 
 }  // namespace
 
-DeviceCounts operator-(const DeviceCounts& a, const DeviceCounts& b) {
-  DeviceCounts d;
-  d.launches = a.launches - b.launches;
-  d.gemms = a.gemms - b.gemms;
-  d.memsets = a.memsets - b.memsets;
-  d.memset_bytes = a.memset_bytes - b.memset_bytes;
-  d.copies = a.copies - b.copies;
-  d.host_syncs = a.host_syncs - b.host_syncs;
-  d.allocations = a.allocations - b.allocations;
-  d.kernel_bytes = a.kernel_bytes - b.kernel_bytes;
-  d.device_copy_bytes = a.device_copy_bytes - b.device_copy_bytes;
-  d.floor_bytes = a.floor_bytes - b.floor_bytes;
-  d.gemm_flops = a.gemm_flops - b.gemm_flops;
-  d.attention_flops = a.attention_flops - b.attention_flops;
-  return d;
-}
-
 void count_device_event(DeviceEvent e, std::int64_t bytes) {
   Atomics& a = atomics();
   constexpr auto relaxed = std::memory_order_relaxed;

@@ -17,32 +17,13 @@
 // and written, and of a gathered table only the rows the op selects.
 #include <cstdint>
 
+#include "backend/device_counts.hpp"
+
 namespace wiola::cuda {
 
-struct DeviceCounts {
-  std::int64_t launches = 0;     // kernels the backend launched itself
-  std::int64_t gemms = 0;        // matrix products (cuBLASLt)
-  std::int64_t memsets = 0;
-  std::int64_t memset_bytes = 0;
-  std::int64_t copies = 0;       // host to device, device to device, device to host
-  std::int64_t host_syncs = 0;   // the host waited for the stream
-  std::int64_t allocations = 0;  // cudaMallocAsync calls
-  std::int64_t kernel_bytes = 0;       // declared by the launches
-  std::int64_t device_copy_bytes = 0;  // read and written by device-to-device copies
-  std::int64_t floor_bytes = 0;        // the ops' operands, each once
-  // Work: the matrix products' FLOPs (2mnk each), and the FLOPs of the
-  // products the attention kernels run on their tiles (declared at launch,
-  // kernels/attention_common.cuh: the tiles a causal mask leaves).
-  std::int64_t gemm_flops = 0;
-  std::int64_t attention_flops = 0;
-  // What the non-GEMM work moves through device memory.
-  std::int64_t non_gemm_bytes() const { return kernel_bytes + memset_bytes + device_copy_bytes; }
-  // Everything the device runs in order on the stream: what a CUDA graph of
-  // the phase would hold.
-  std::int64_t device_operations() const { return launches + gemms + memsets + copies; }
-};
+// The counts' type is the backend interface's (Backend::device_counts()).
+using wiola::DeviceCounts;
 
-DeviceCounts operator-(const DeviceCounts& after, const DeviceCounts& before);
 
 enum class DeviceEvent : std::uint8_t {
   Launch, Gemm, Memset, Copy, DeviceCopy, HostSync, Allocation, Floor, AttentionFlops
