@@ -25,6 +25,7 @@
 #include "core/model_fields.hpp"
 #include "model/layer_boundaries.hpp"
 #include "model/stage_model.hpp"
+#include "cuda_emu.hpp"
 #include "synthetic_input.hpp"
 
 using namespace wiola;
@@ -55,6 +56,7 @@ class CountsAtBoundaries final : public LayerBoundaries {
 // One micro-batch's counts, by part, forward and backward.
 struct Parts {
   DeviceCounts atm_f, atm_b, plain_f, plain_b, last_f, last_b, embed_f, embed_b, all;
+  emu::TensorCoreTraffic tensor_cores;  // the whole micro-batch's (only attention has them)
 };
 
 // Counts the second of two training micro-batches of `batch` x `seq` tokens:
@@ -65,14 +67,17 @@ Parts measure(Backend& be, StageModel& model, const ModelConfig& cfg, int batch,
   in.loss_scale = 1.0 / (batch * seq);
   CountsAtBoundaries at;
   DeviceCounts fwd_begin, fwd_end, bwd_begin, bwd_end;
+  emu::TensorCoreTraffic tc_begin, tc_end;
   for (int pass = 0; pass < 2; ++pass) {
     model.params().zero_grads();
     StageSaved saved;
+    tc_begin = emu::tensor_core_traffic();
     fwd_begin = cuda::device_counts();
     (void)model.forward(in, /*training=*/true, saved, &at);
     fwd_end = bwd_begin = cuda::device_counts();
     model.backward(Tensor{}, {}, in.loss_scale, saved, &at);
     bwd_end = cuda::device_counts();
+    tc_end = emu::tensor_core_traffic();
   }
   std::map<int, DeviceCounts>& f = at.forward;
   std::map<int, DeviceCounts>& b = at.backward;
@@ -90,6 +95,9 @@ Parts measure(Backend& be, StageModel& model, const ModelConfig& cfg, int batch,
   p.embed_f = f[0] - fwd_begin;
   p.embed_b = bwd_end - b[0];
   p.all = (fwd_end - fwd_begin) + (bwd_end - bwd_begin);
+  p.tensor_cores = {tc_end.mma_syncs - tc_begin.mma_syncs,
+                    tc_end.fragment_bytes - tc_begin.fragment_bytes,
+                    tc_end.staged_bytes - tc_begin.staged_bytes};
   return p;
 }
 
@@ -128,6 +136,16 @@ void print(const Parts& p, const std::string& preset_name, const ModelConfig& cf
               line("last layer + head bwd", p.last_b).c_str());
   std::printf("%s\n", line("embedding, both", p.embed_f + p.embed_b).c_str());
   std::printf("%s\n", line("micro-batch, all", p.all).c_str());
+  // The attention kernels' operands and products go through shared memory:
+  // what the tensor cores' work costs there (the emulation's count).
+  const emu::TensorCoreTraffic& tc = p.tensor_cores;
+  if (tc.mma_syncs > 0) {
+    const double flops = double(tc.mma_syncs) * 2 * 16 * 16 * 16;
+    std::printf("attention, shared memory per MMA FLOP: %.4f bytes (wmma fragments %.2f MB, "
+                "staged tiles %.2f MB, over %.4g GFLOP of tensor-core products)\n",
+                double(tc.fragment_bytes + tc.staged_bytes) / flops,
+                double(tc.fragment_bytes) / 1e6, double(tc.staged_bytes) / 1e6, flops / 1e9);
+  }
   const DeviceCounts l = p.atm_f + p.atm_b;
   std::printf("per layer: launches %lld, host syncs %lld, memsets %lld, allocations %lld, "
               "non-GEMM bytes %.2f x the floor\n",

@@ -316,10 +316,18 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
 std::size_t launches() { return g_launches; }
 
 namespace {
-std::atomic<std::int64_t> g_mma_syncs{0};
+std::atomic<std::int64_t> g_mma_syncs{0}, g_fragment_bytes{0}, g_staged_bytes{0};
 }  // namespace
-std::int64_t mma_syncs() { return g_mma_syncs.load(); }
+TensorCoreTraffic tensor_core_traffic() {
+  return {g_mma_syncs.load(), g_fragment_bytes.load(), g_staged_bytes.load()};
+}
 void count_mma_sync() { g_mma_syncs.fetch_add(1, std::memory_order_relaxed); }
+void count_fragment_bytes(std::int64_t bytes) {
+  g_fragment_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+void count_shared_staging(std::int64_t bytes) {
+  g_staged_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
 
 }  // namespace wiola::emu
 

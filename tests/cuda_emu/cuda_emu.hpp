@@ -110,10 +110,20 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
                 const std::function<void()>& body, const void* entry = nullptr);
 // Kernels launched so far on this OS thread (tests count launches).
 std::size_t launches();
-// Warp-wide wmma::mma_sync calls (16x16x16 each) run so far in the process:
-// what the tensor cores would be asked (tests check the counters' FLOPs).
-std::int64_t mma_syncs();
+// What the kernels' tensor-core products ask, counted process-wide:
+// warp-wide wmma::mma_sync calls (16x16x16 each; tests check the device
+// counters' FLOPs against them), the bytes wmma fragments load from memory
+// and store to it, and the bytes blocks stage in shared memory for them
+// (WIOLA_COUNT_SHARED_STAGING). The kernels keep their operands in shared
+// memory, so the last two are their shared-memory operand traffic
+// (tools/gpu-counts.sh).
+struct TensorCoreTraffic {
+  std::int64_t mma_syncs = 0, fragment_bytes = 0, staged_bytes = 0;
+};
+TensorCoreTraffic tensor_core_traffic();
 void count_mma_sync();
+void count_fragment_bytes(std::int64_t bytes);
+void count_shared_staging(std::int64_t bytes);
 
 template <class T>
 std::uint64_t to_bits(T v) {

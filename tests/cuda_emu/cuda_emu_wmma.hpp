@@ -56,6 +56,12 @@ inline void where(int i, int cols, int& r, int& c) {
   r = e / cols;
   c = e % cols;
 }
+// A whole tile moved between memory and a fragment, counted once per warp.
+template <class F, class T>
+void count_tile() {
+  if (::wiola::emu::this_thread().lane == 0)
+    ::wiola::emu::count_fragment_bytes(std::int64_t(F::num_elements) * 32 * sizeof(T));
+}
 }  // namespace detail
 
 template <class Use, int M, int N, int K, class T, class Layout>
@@ -68,6 +74,7 @@ void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, T v) {
 template <class Use, int M, int N, int K, class T, class Layout>
 void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const T* p, unsigned ldm) {
   using F = fragment<Use, M, N, K, T, Layout>;
+  detail::count_tile<F, T>();
   ::wiola::emu::warp_exchange(0);
   for (int i = 0; i < F::num_elements; ++i) {
     int r, c;
@@ -82,6 +89,7 @@ template <int M, int N, int K>
 void load_matrix_sync(fragment<accumulator, M, N, K, float>& f, const float* p, unsigned ldm,
                       layout_t layout) {
   using F = fragment<accumulator, M, N, K, float>;
+  detail::count_tile<F, float>();
   ::wiola::emu::warp_exchange(0);
   for (int i = 0; i < F::num_elements; ++i) {
     int r, c;
@@ -94,6 +102,7 @@ template <int M, int N, int K>
 void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm,
                        layout_t layout) {
   using F = fragment<accumulator, M, N, K, float>;
+  detail::count_tile<F, float>();
   ::wiola::emu::warp_exchange(0);
   for (int i = 0; i < F::num_elements; ++i) {
     int r, c;

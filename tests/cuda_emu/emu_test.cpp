@@ -285,6 +285,20 @@ TEST(cudaEmu, WmmaTileProductIsAMatrixProduct) {
     }
 }
 
+// Each warp's fragment loads and stores count their whole tiles once, and
+// each mma_sync once: two warps of wmma_tile, two 512-byte bf16 loads, one
+// product and one 1024-byte fp32 store each.
+TEST(cudaEmu, TensorCoreTrafficIsCountedOncePerWarp) {
+  std::vector<__nv_bfloat16> a(256, __float2bfloat16(1.0f)), bt(256, __float2bfloat16(1.0f));
+  std::vector<float> c(256);
+  const wiola::emu::TensorCoreTraffic before = wiola::emu::tensor_core_traffic();
+  WIOLA_LAUNCH(wmma_tile, dim3(1), dim3(64), 0, 0)(a.data(), bt.data(), c.data());
+  const wiola::emu::TensorCoreTraffic after = wiola::emu::tensor_core_traffic();
+  EXPECT_EQ(after.mma_syncs - before.mma_syncs, 2);
+  EXPECT_EQ(after.fragment_bytes - before.fragment_bytes, 2 * (512 + 512 + 1024));
+  EXPECT_EQ(after.staged_bytes - before.staged_bytes, 0);
+}
+
 __global__ void bit_ops(const int* in, int* ffs, int* popc) {
   const int t = threadIdx.x;
   ffs[t] = __ffs(in[t]);

@@ -18,6 +18,10 @@
 // Unroll the next loop (so small per-thread arrays stay in registers); the
 // host compiler decides for itself.
 #define WIOLA_UNROLL
+// Bytes a block stages in shared memory for its tensor-core products: the
+// emulation adds them up (tools/gpu-counts.sh: shared-memory bytes per MMA
+// FLOP); a GPU build counts nothing.
+#define WIOLA_COUNT_SHARED_STAGING(bytes) ::wiola::emu::count_shared_staging(bytes)
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -30,4 +34,5 @@
   extern __shared__ __align__(128) unsigned char wiola_smem[]; \
   type* name = reinterpret_cast<type*>(wiola_smem)
 #define WIOLA_UNROLL _Pragma("unroll")
+#define WIOLA_COUNT_SHARED_STAGING(bytes) ((void)0)
 #endif

@@ -230,6 +230,7 @@ __device__ void load_tile(T* dst, const T* src, std::int64_t ld, int rows, int d
   constexpr int kLd = DHP + 8;
   constexpr int kPer = 16 / int(sizeof(T));  // elements per 16-byte chunk
   constexpr int kChunks = DHP / kPer;
+  if (threadIdx.x == 0) WIOLA_COUNT_SHARED_STAGING(std::int64_t(ROWS) * DHP * sizeof(T));
   for (int idx = threadIdx.x; idx < ROWS * kChunks; idx += blockDim.x) {
     const int r = idx / kChunks, c0 = (idx % kChunks) * kPer;
     const bool row_ok = r < rows && (keep == nullptr || keep[r] != 0);
