@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # What one micro-batch asks of a GPU, counted without one: kernel launches,
-# matrix products, memsets, copies, host synchronisations, allocations, and
-# the bytes the non-GEMM kernels move against their floor (every op's
-# operands read or written once), per layer (an ATM layer and a plain one) and for the head, forward and
-# backward, through the CUDA backend's own code on the emulated execution
-# model (tests/cuda/device_counts_main.cpp). The last line reads
+# matrix products, memsets, copies, host synchronisations, allocations, the
+# bytes the non-GEMM kernels move against their floor (every op's operands
+# read or written once), the FLOPs of the products and the attention tiles,
+# per layer (an ATM layer and a plain one) and for the head, forward and
+# backward, and the attention kernels' shared-memory bytes per tensor-core
+# FLOP, through the CUDA backend's own code on the emulated execution model
+# (tests/cuda/device_counts_main.cpp). The last line reads
 #   per layer: launches L, host syncs S, memsets M, allocations A, ...
 # for an ATM layer, forward and backward. Figures only: nothing passes or
 # fails on them (docs/performance.md, "What a step asks of the GPU").
@@ -16,9 +18,10 @@
 #                  counts, part by part, to FILE: the input of
 #                  wiola-profile --project's times.counts (docs/profiling.md).
 #                  Give --seq a multiple of 64 (the attention tile) there.
-# The counts depend on the widths and the layer kind, not on the sequence
-# length, so the default short sequence gives a full micro-batch's figures
-# (the 1.5b widths take about a minute on 2 cores).
+# The launches depend on the widths and the layer kind, not on the sequence
+# length, so the default short sequence gives a full micro-batch's (the
+# 1.5b widths take about a minute on 2 cores; with --json at --seq 64, 2.5).
+# Bytes and FLOPs grow with the tokens: --json's shapes give their growth.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-tests

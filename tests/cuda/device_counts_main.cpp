@@ -1,13 +1,16 @@
 // wiola_cuda_counts: what one micro-batch asks of the device, counted through
 // the CUDA backend's own code on the emulated execution model
 // (backend/cuda/device_counters.hpp): kernel launches, matrix products,
-// memsets, copies, host synchronisations, allocations, and the bytes the
-// non-GEMM work moves against their floor, per layer (an ATM
-// layer and a plain one) and for the last layer with the head, forward and
-// backward. The counts
-// depend on the model's widths and the layer kind, not on the sequence
-// length, so a short micro-batch of the preset's widths gives the figures of
-// a full one. tools/gpu-counts.sh runs it; docs/performance.md keeps the table.
+// memsets, copies, host synchronisations, allocations, the bytes the
+// non-GEMM work moves against their floor, and the FLOPs of the products and
+// the attention tiles, per layer (an ATM layer and a plain one) and for the
+// last layer with the head, forward and backward; and the attention
+// kernels' shared-memory traffic per tensor-core FLOP (the emulation's
+// count). The launches depend on the model's widths and the layer kind, not
+// on the sequence length, so a short micro-batch gives a full one's; bytes
+// and FLOPs grow with the tokens, which --json's three shapes let
+// wiola-profile --project fit. tools/gpu-counts.sh runs it;
+// docs/performance.md keeps the table.
 //
 //   wiola_cuda_counts [--preset wiola-1.5b] [--batch 1] [--seq 32] [--dtype bf16] [--json FILE]
 #include <cstdio>

@@ -24,7 +24,6 @@ namespace wiola::cuda {
 // The counts' type is the backend interface's (Backend::device_counts()).
 using wiola::DeviceCounts;
 
-
 enum class DeviceEvent : std::uint8_t {
   Launch, Gemm, Memset, Copy, DeviceCopy, HostSync, Allocation, Floor, AttentionFlops
 };
