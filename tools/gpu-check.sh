@@ -293,7 +293,11 @@ step_ceilings() {
   else
     row "ceiling: causal bf16 attention" "not measured: $(grep -m1 '^torch ceiling attention' "$log" || echo 'no line in torch-ceilings.log')"
   fi
-  is_number "$launch" && row "ceiling: the gap one more kernel adds (PyTorch, tiny kernels in a CUDA graph)$(dry_note "CPU, eager ops")" "$launch us"
+  if is_number "$launch"; then
+    row "ceiling: the gap one more kernel adds (PyTorch, tiny kernels in a CUDA graph)$(dry_note "CPU, eager ops")" "$launch us"
+  else
+    row "ceiling: the gap one more kernel adds" "not measured: $(grep -m1 '^torch ceiling launch' "$log" || echo 'no line in torch-ceilings.log')"
+  fi
   # What wiola-profile --project needs to price the counted work
   # (tools/gpu-counts.sh --json; docs/profiling.md, "Projection from counts").
   if is_number "$attn" && is_number "$launch"; then
