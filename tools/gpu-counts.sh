@@ -17,7 +17,8 @@
 #     --json FILE  also count (2B, T) and (B, 2T) and write all three shapes'
 #                  counts, part by part, to FILE: the input of
 #                  wiola-profile --project's times.counts (docs/profiling.md).
-#                  Give --seq a multiple of 64 (the attention tile) there.
+#                  --seq must be a multiple of 64 (the attention tile)
+#                  there; without --seq it is 64.
 # The launches depend on the widths and the layer kind, not on the sequence
 # length, so the default short sequence gives a full micro-batch's (the
 # 1.5b widths take about a minute on 2 cores; with --json at --seq 64, 2.5).
@@ -36,5 +37,10 @@ while [ $# -gt 0 ]; do
 done
 counts=$build/tests/cuda/wiola_cuda_counts
 [ -x "$counts" ] || { echo "gpu-counts: no $counts: build the project first (or pass --build)" >&2; exit 1; }
-case " ${args[*]-} " in *" --seq "*) ;; *) args+=(--seq 16) ;; esac
+# Without --seq: 16 tokens, or with --json 64 (a projection needs whole tiles).
+case " ${args[*]-} " in
+  *" --seq "*) ;;
+  *" --json "*) args+=(--seq 64) ;;
+  *) args+=(--seq 16) ;;
+esac
 exec env OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$counts" "${args[@]}"
