@@ -266,7 +266,7 @@ step_op_tests() {
   fi
 }
 
-peak_measured="" copy_measured=""
+peak_measured="" copy_measured="" attention_measured="" launch_measured=""
 step_ceilings() {
   local what_gemm="ceiling: bf16 matrix product, measured by PyTorch (torch.matmul, random data)"
   local what_copy="ceiling: copy bandwidth, measured by PyTorch (copy_, bytes read + written)"
@@ -288,6 +288,8 @@ step_ceilings() {
   local attn launch
   attn=$(awk '/^torch ceiling attention TFLOP/ { print $5 }' "$log")
   launch=$(awk '/^torch ceiling launch us/ { print $5 }' "$log")
+  is_number "$attn" && attention_measured=$attn
+  is_number "$launch" && launch_measured=$launch
   if is_number "$attn"; then
     row "ceiling: causal bf16 attention, forward + backward, measured by PyTorch (its fused kernel)$(dry_note "CPU")" "$attn TFLOP/s"
   else
@@ -317,6 +319,12 @@ step_wiola_layers() {
   # The CPU computes in fp32, and would measure its own fp32 GEMM for the
   # peak (seconds on 2 cores): the dry run names the datasheet figure instead.
   if [ $dry -eq 1 ]; then args+=(--dtype fp32 --peak-tflops h200); else args+=(--dtype bf16); fi
+  # The counted work priced at the measured ceilings, beside the measured
+  # step: the projection from counts, checked (docs/profiling.md).
+  if [ -n "$peak_measured" ] && [ -n "$copy_measured" ] && [ -n "$attention_measured" ]; then
+    args+=(--gemm-tflops "$peak_measured" --attention-tflops "$attention_measured"
+           --memory-gbps "$copy_measured" --launch-us "${launch_measured:-0}")
+  fi
   run_step 150 "$log" "$bundle/bin/wiola-bench" "${args[@]}" || { bad "$what" "$(why $? "$log")"; return; }
   local tflops
   read -r wiola_step_ms tflops < <(sed -n 's/^  step \([0-9.]*\) ms, [0-9.]* tokens\/s, \([0-9.]*\) TFLOP\/s.*/\1 \2/p' "$log")
@@ -335,6 +343,8 @@ step_wiola_layers() {
   if grep -q '^  counted per step: ' "$log"; then
     row "wiola counted per step (launches, memsets, host syncs, allocations, bytes, FLOPs)" "$(sed -n 's/^  counted per step: //p' "$log")"
     row "wiola work over the step time" "$(sed -n 's/^  per step time: //p' "$log")"
+    grep -q '^  counted work at the given ceilings: ' "$log" &&
+      row "wiola counted work at the measured ceilings (the projection from counts) against the step" "$(sed -n 's/^  counted work at the given ceilings: //p' "$log")"
   fi
   # The op families that take the most time, and the time outside the ops.
   row "wiola time per op family (ms per step, share)" "$(awk '

@@ -89,6 +89,27 @@ TEST(CountedWork, ATimeIsItsWorkOverEachCeilingSummed) {
   EXPECT_DOUBLE_EQ(t.total(), 7 + 3e-5);
 }
 
+// A step's counts as work: FLOPs, the non-GEMM bytes (kernels, memsets,
+// device copies) and every device operation, per step.
+TEST(CountedWork, CountersGiveTheWorkOfAStep) {
+  DeviceCounts c;
+  c.launches = 10;
+  c.gemms = 6;
+  c.memsets = 2;
+  c.copies = 2;
+  c.kernel_bytes = 800;
+  c.memset_bytes = 100;
+  c.device_copy_bytes = 100;
+  c.floor_bytes = 700;
+  c.gemm_flops = 4000;
+  c.attention_flops = 600;
+  const Work w = work_of(c, 2);
+  EXPECT_DOUBLE_EQ(w.gemm_flops, 2000);
+  EXPECT_DOUBLE_EQ(w.attention_flops, 300);
+  EXPECT_DOUBLE_EQ(w.bytes, 500);
+  EXPECT_DOUBLE_EQ(w.operations, 10);
+}
+
 TEST(CountedWork, AtmLayersGetTheAtmPartsTimes) {
   const ModelConfig m = small_model();  // L = 6: ATM in layers [2, 4)
   const Law law = [](int b, int t) { return double(b) * t; };

@@ -13,7 +13,10 @@
 // second, synchronised pass (time_split.hpp). On a device that counts its
 // work (Backend::device_counts: CUDA), each step's counts are printed beside
 // its time: launches, products, memsets, host syncs, allocations, bytes and
-// FLOPs, and each kind of work over the step time.
+// FLOPs, and each kind of work over the step time; given ceilings
+// (--gemm-tflops, --attention-tflops, --memory-gbps, --launch-us), the
+// counted work priced at them as a projection from counts prices it, beside
+// the measured step.
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +32,7 @@
 #include "model/stage_model.hpp"
 #include "optim/adamw_optimizer.hpp"
 #include "profile/peak.hpp"
+#include "profile/work_time.hpp"
 #include "train/device_choice.hpp"
 
 namespace po = boost::program_options;
@@ -40,6 +44,8 @@ namespace {
 struct Options {
   std::string preset = "wiola-1.5b", device = "auto", dtype = "auto", peak;
   int layers = 4, seq_len = 2048, micro_batch = 2, steps = 10, warmup = 3, split_steps = 1;
+  // Ceilings to price the counted work at (0: not given).
+  double gemm_tflops = 0, attention_tflops = 0, memory_gbps = 0, launch_us = 0;
 };
 
 // The dense peak of a device by its name (datasheet figures, no sparsity).
@@ -86,7 +92,11 @@ int bench_layers(int argc, const char* const* argv) {
       ("steps", po::value(&o.steps)->default_value(o.steps), "measured steps")
       ("warmup", po::value(&o.warmup)->default_value(o.warmup), "steps before measuring")
       ("peak-tflops", po::value(&o.peak), "the peak MFU is measured against: TFLOP/s or h100 | h200 | a100")
-      ("split-steps", po::value(&o.split_steps)->default_value(o.split_steps), "steps of the timed pass (0: none)");
+      ("split-steps", po::value(&o.split_steps)->default_value(o.split_steps), "steps of the timed pass (0: none)")
+      ("gemm-tflops", po::value(&o.gemm_tflops), "with --attention-tflops and --memory-gbps: price the counted work at these ceilings beside the measured step (a device that counts)")
+      ("attention-tflops", po::value(&o.attention_tflops), "the attention kernels' ceiling")
+      ("memory-gbps", po::value(&o.memory_gbps), "the memory bandwidth ceiling")
+      ("launch-us", po::value(&o.launch_us), "the gap per device operation (default 0)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, d), vm);
   if (vm.count("help")) {
@@ -96,6 +106,12 @@ int bench_layers(int argc, const char* const* argv) {
   po::notify(vm);
   require(o.layers >= 1 && o.seq_len >= 1 && o.micro_batch >= 1 && o.steps >= 1 && o.warmup >= 0,
           "wiola-bench layers: --layers, --seq-len, --micro-batch and --steps must be positive");
+  const bool priced =
+      vm.count("gemm-tflops") + vm.count("attention-tflops") + vm.count("memory-gbps") > 0;
+  require(!priced || (o.gemm_tflops > 0 && o.attention_tflops > 0 && o.memory_gbps > 0),
+          "wiola-bench layers: --gemm-tflops, --attention-tflops and --memory-gbps go together, "
+          "each positive");
+  require(o.launch_us >= 0, "wiola-bench layers: --launch-us must not be negative");
 
   ModelConfig c = preset(o.preset);
   c.L = o.layers;
@@ -169,6 +185,18 @@ int bench_layers(int argc, const char* const* argv) {
                 double(counted.attention_flops) / o.steps / step_s / 1e12,
                 double(counted.non_gemm_bytes()) / o.steps / step_s / 1e9,
                 step_s / (double(counted.device_operations()) / o.steps) * 1e6);
+    if (priced) {
+      // The projection's time model (profile/work_time.hpp) against this step.
+      const profile::Ceilings ceilings{o.gemm_tflops * 1e12, o.attention_tflops * 1e12,
+                                       o.memory_gbps * 1e9, o.launch_us * 1e-6, "given"};
+      const profile::WorkTime t = profile::time_of(profile::work_of(counted, o.steps), ceilings);
+      std::printf("  counted work at the given ceilings: GEMMs %.2f + attention %.2f + memory "
+                  "%.2f + operations %.2f = %.2f ms per step, measured %.2f ms (x %.2f)\n",
+                  t.gemm_s * 1e3, t.attention_s * 1e3, t.memory_s * 1e3, t.operations_s * 1e3,
+                  t.total() * 1e3, step_s * 1e3, step_s / t.total());
+    }
+  } else if (priced) {
+    std::printf("  counted work: this device counts none, so the ceilings price nothing\n");
   }
 
   if (o.split_steps > 0) print_time_split(*chosen.backend, chosen.dtype, c, o.micro_batch, o.split_steps);

@@ -9,15 +9,6 @@
 
 namespace wiola::profile {
 
-WorkTime time_of(const Work& w, const Ceilings& c) {
-  WorkTime t;
-  t.gemm_s = w.gemm_flops / c.gemm_flops_per_s;
-  t.attention_s = w.attention_flops / c.attention_flops_per_s;
-  t.memory_s = w.bytes / c.memory_Bps;
-  t.operations_s = w.operations * c.operation_s;
-  return t;
-}
-
 namespace {
 
 // The model the file counted, from its fields as text (core/model_fields.hpp).

@@ -10,30 +10,10 @@
 #include <string>
 
 #include "core/model_config.hpp"
+#include "profile/work_time.hpp"
 #include "wiola-profile/measured_profile.hpp"
 
 namespace wiola::profile {
-
-// What a device reaches on each kind of work ([ceilings] in a spec).
-struct Ceilings {
-  double gemm_flops_per_s = 0;       // matrix products (cuBLASLt)
-  double attention_flops_per_s = 0;  // the attention kernels' tile products
-  double memory_Bps = 0;             // bytes through device memory
-  double operation_s = 0;            // the gap each device operation costs
-  std::string source;                // where the figures come from
-};
-
-// The work of one pass of one part, in a micro-batch of the target.
-struct Work {
-  double gemm_flops = 0, attention_flops = 0, bytes = 0, operations = 0;
-};
-
-// A Work's time at the ceilings, by kind.
-struct WorkTime {
-  double gemm_s = 0, attention_s = 0, memory_s = 0, operations_s = 0;
-  double total() const { return gemm_s + attention_s + memory_s + operations_s; }
-};
-WorkTime time_of(const Work& w, const Ceilings& c);
 
 struct CountedPart {
   Work forward, backward;
