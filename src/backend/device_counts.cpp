@@ -41,8 +41,6 @@ DeviceCounts operator+(const DeviceCounts& a, const DeviceCounts& b) { return co
 
 std::string describe_counts(const DeviceCounts& c, double per) {
   const auto n = [&](std::int64_t v) { return count(double(v) / per); };
-  const double floor_ratio =
-      c.floor_bytes > 0 ? double(c.non_gemm_bytes()) / double(c.floor_bytes) : 0.0;
   char buf[400];
   std::snprintf(buf, sizeof buf,
                 "launches %4s (GEMMs %3s, kernels %3s), memsets %3s (%.0f kB), copies %2s, "
@@ -52,7 +50,7 @@ std::string describe_counts(const DeviceCounts& c, double per) {
                 n(c.memsets).c_str(), double(c.memset_bytes) / per / 1024, n(c.copies).c_str(),
                 n(c.host_syncs).c_str(), n(c.allocations).c_str(),
                 double(c.non_gemm_bytes()) / per / 1e6, double(c.floor_bytes) / per / 1e6,
-                floor_ratio, double(c.gemm_flops) / per / 1e9,
+                c.floor_ratio(), double(c.gemm_flops) / per / 1e9,
                 double(c.attention_flops) / per / 1e9);
   return buf;
 }

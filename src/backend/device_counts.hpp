@@ -29,6 +29,10 @@ struct DeviceCounts {
   // Everything the device runs in order on the stream: what a CUDA graph of
   // the phase would hold.
   std::int64_t device_operations() const { return launches + gemms + memsets + copies; }
+  // The non-GEMM bytes over their floor (0 when there is no floor).
+  double floor_ratio() const {
+    return floor_bytes > 0 ? double(non_gemm_bytes()) / double(floor_bytes) : 0.0;
+  }
 };
 
 DeviceCounts operator-(const DeviceCounts& after, const DeviceCounts& before);

@@ -36,11 +36,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-// Non-GEMM bytes over their floor (device_counters.hpp).
-double floor_ratio(const DeviceCounts& c) {
-  return c.floor_bytes > 0 ? double(c.non_gemm_bytes()) / double(c.floor_bytes) : 0.0;
-}
-
 std::string line(const char* what, const DeviceCounts& c) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "  %-22s ", what);
@@ -109,7 +104,8 @@ Json to_json(const DeviceCounts& c) {
           {"memsets", c.memsets},          {"copies", c.copies},
           {"host_syncs", c.host_syncs},    {"allocations", c.allocations},
           {"non_gemm_bytes", c.non_gemm_bytes()}, {"floor_bytes", c.floor_bytes},
-          {"gemm_flops", c.gemm_flops},    {"attention_flops", c.attention_flops}};
+          {"gemm_flops", c.gemm_flops},    {"attention_flops", c.attention_flops},
+          {"device_operations", c.device_operations()}};
 }
 
 Json to_json(const Parts& p, int batch, int seq) {
@@ -154,7 +150,7 @@ void print(const Parts& p, const std::string& preset_name, const ModelConfig& cf
               "non-GEMM bytes %.2f x the floor\n",
               static_cast<long long>(l.launches + l.gemms), static_cast<long long>(l.host_syncs),
               static_cast<long long>(l.memsets), static_cast<long long>(l.allocations),
-              floor_ratio(l));
+              l.floor_ratio());
 }
 
 // The counts file (--json) for wiola-profile --project: the model's fields,

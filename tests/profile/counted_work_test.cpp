@@ -28,7 +28,8 @@ Json counts_document(const ModelConfig& m, const Law& law, std::array<int, 3> ba
     return Json{{"kernels", 3 * scale}, {"gemms", 2 * scale}, {"memsets", scale},
                 {"copies", 0},          {"host_syncs", 0},    {"allocations", 0},
                 {"non_gemm_bytes", 5 * q}, {"floor_bytes", 4 * q},
-                {"gemm_flops", 7 * q},  {"attention_flops", 11 * q}};
+                {"gemm_flops", 7 * q},  {"attention_flops", 11 * q},
+                {"device_operations", 6 * scale}};
   };
   Json shapes = Json::array();
   for (std::size_t i = 0; i < 3; ++i) {

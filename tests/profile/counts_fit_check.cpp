@@ -20,14 +20,6 @@ using namespace wiola::profile;
 
 namespace {
 
-// What `check` counted for one pass of one part at one shape.
-Work counted(const Json& pass) {
-  return {pass.at("gemm_flops").get<double>(), pass.at("attention_flops").get<double>(),
-          pass.at("non_gemm_bytes").get<double>(),
-          pass.at("kernels").get<double>() + pass.at("gemms").get<double>() +
-              pass.at("memsets").get<double>() + pass.at("copies").get<double>()};
-}
-
 double relative(double fitted, double actual) {
   return actual != 0 ? (fitted - actual) / actual : fitted - actual;
 }
@@ -52,7 +44,7 @@ int main(int argc, char** argv) {
       for (const auto& [name, part] : parts) {
         for (const char* pass : {"forward", "backward"}) {
           const Work& fit = std::string(pass) == "forward" ? part->forward : part->backward;
-          const Work got = counted(shape.at(name).at(pass));
+          const Work got = counted_pass(shape.at(name).at(pass), argv[2]);
           const bool exact = fit.gemm_flops == got.gemm_flops &&
                              fit.attention_flops == got.attention_flops &&
                              fit.operations == got.operations;

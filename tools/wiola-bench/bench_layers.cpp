@@ -177,19 +177,18 @@ int bench_layers(int argc, const char* const* argv) {
     // What each step asked of the device, beside the time it took: each
     // kind of work over the whole step is a lower bound on its own rate.
     const DeviceCounts counted = *counts_after - *counts_before;
+    const profile::Work work = profile::work_of(counted, o.steps);
     const double step_s = seconds / o.steps;
     std::printf("  counted per step: %s\n", describe_counts(counted, o.steps).c_str());
     std::printf("  per step time: GEMMs %.4g TFLOP/s, attention tiles %.4g TFLOP/s, "
                 "non-GEMM %.4g GB/s, %.3g us per device operation\n",
-                double(counted.gemm_flops) / o.steps / step_s / 1e12,
-                double(counted.attention_flops) / o.steps / step_s / 1e12,
-                double(counted.non_gemm_bytes()) / o.steps / step_s / 1e9,
-                step_s / (double(counted.device_operations()) / o.steps) * 1e6);
+                work.gemm_flops / step_s / 1e12, work.attention_flops / step_s / 1e12,
+                work.bytes / step_s / 1e9, step_s / work.operations * 1e6);
     if (priced) {
       // The projection's time model (profile/work_time.hpp) against this step.
       const profile::Ceilings ceilings{o.gemm_tflops * 1e12, o.attention_tflops * 1e12,
                                        o.memory_gbps * 1e9, o.launch_us * 1e-6, "given"};
-      const profile::WorkTime t = profile::time_of(profile::work_of(counted, o.steps), ceilings);
+      const profile::WorkTime t = profile::time_of(work, ceilings);
       std::printf("  counted work at the given ceilings: GEMMs %.2f + attention %.2f + memory "
                   "%.2f + operations %.2f = %.2f ms per step, measured %.2f ms (x %.2f)\n",
                   t.gemm_s * 1e3, t.attention_s * 1e3, t.memory_s * 1e3, t.operations_s * 1e3,

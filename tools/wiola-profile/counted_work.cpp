@@ -32,16 +32,9 @@ ModelConfig counted_model(const Json& fields, const std::string& path) {
   return c;
 }
 
-// One part's pass at one shape: the quantities fitted, in Work's order.
-std::array<double, 4> quantities(const Json& pass, const std::string& where) {
-  const auto get = [&](const char* key) {
-    const auto it = pass.find(key);
-    require(it != pass.end() && it->is_number(), where, ": '", key, "' is missing");
-    return it->get<double>();
-  };
-  return {get("gemm_flops"), get("attention_flops"), get("non_gemm_bytes"),
-          get("kernels") + get("gemms") + get("memsets") + get("copies")};
-}
+// Work's kinds, each fitted and priced on its own.
+constexpr double Work::*kKinds[] = {&Work::gemm_flops, &Work::attention_flops, &Work::bytes,
+                                    &Work::operations};
 
 // q(b, t) = f + b (α t + β t²) through the three shapes (B, T), (2B, T),
 // (B, 2T), at (b, t).
@@ -95,15 +88,13 @@ CountedWork fit_counts(const Json& j, const std::string& path, const ModelConfig
   const auto part = [&](const char* name) {
     CountedPart p;
     for (const char* pass : {"forward", "backward"}) {
-      std::array<std::array<double, 4>, 3> q;
+      std::array<Work, 3> q;
       for (std::size_t i = 0; i < 3; ++i)
-        q[i] = quantities(shapes[i].at(name).at(pass),
-                          path + ": shape " + std::to_string(i + 1) + ", " + name + "." + pass);
-      std::array<double, 4> at{};
-      for (std::size_t k = 0; k < 4; ++k)
-        at[k] = fit({q[0][k], q[1][k], q[2][k]}, b[0], t[0], micro_batch, seq);
+        q[i] = counted_pass(shapes[i].at(name).at(pass),
+                            path + ": shape " + std::to_string(i + 1) + ", " + name + "." + pass);
       Work& out = std::string(pass) == "forward" ? p.forward : p.backward;
-      out = {at[0], at[1], at[2], at[3]};
+      for (double Work::*kind : kKinds)
+        out.*kind = fit({q[0].*kind, q[1].*kind, q[2].*kind}, b[0], t[0], micro_batch, seq);
     }
     return p;
   };
@@ -111,9 +102,9 @@ CountedWork fit_counts(const Json& j, const std::string& path, const ModelConfig
   w.plain_layer = part("plain_layer");
   w.embedding = part("embedding");
   const CountedPart last = part("last_layer_and_head");
-  const auto less = [](const Work& x, const Work& y) {
-    return Work{x.gemm_flops - y.gemm_flops, x.attention_flops - y.attention_flops,
-                x.bytes - y.bytes, x.operations - y.operations};
+  const auto less = [](Work x, const Work& y) {
+    for (double Work::*kind : kKinds) x.*kind -= y.*kind;
+    return x;
   };
   w.head = {less(last.forward, w.plain_layer.forward),
             less(last.backward, w.plain_layer.backward)};
@@ -121,6 +112,16 @@ CountedWork fit_counts(const Json& j, const std::string& path, const ModelConfig
 }
 
 }  // namespace
+
+Work counted_pass(const Json& pass, const std::string& where) {
+  const auto get = [&](const char* key) {
+    const auto it = pass.find(key);
+    require(it != pass.end() && it->is_number(), where, ": '", key, "' is missing");
+    return it->get<double>();
+  };
+  return {get("gemm_flops"), get("attention_flops"), get("non_gemm_bytes"),
+          get("device_operations")};
+}
 
 CountedWork read_counted_work(const std::string& path, const ModelConfig& model,
                               int micro_batch, int seq) {

@@ -11,6 +11,7 @@
 
 #include "core/model_config.hpp"
 #include "profile/work_time.hpp"
+#include "wiola-profile/files.hpp"
 #include "wiola-profile/measured_profile.hpp"
 
 namespace wiola::profile {
@@ -39,6 +40,10 @@ struct CountedWork {
 // (t a multiple of the 64-row tile). Throws wiola::Error naming the file.
 CountedWork read_counted_work(const std::string& path, const ModelConfig& model,
                               int micro_batch, int seq);
+
+// The work of one pass of one part at one shape of a counts file (its
+// "forward" or "backward" object); `where` names it in errors.
+Work counted_pass(const Json& pass, const std::string& where);
 
 // Per-layer (ATM or plain, as `model` places them), embedding and head times
 // of one micro-batch at the ceilings.
