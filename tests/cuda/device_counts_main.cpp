@@ -93,7 +93,7 @@ Parts measure(Backend& be, StageModel& model, const ModelConfig& cfg, int batch,
   p.embed_f = f[0] - fwd_begin;
   p.embed_b = bwd_end - b[0];
   p.all = (fwd_end - fwd_begin) + (bwd_end - bwd_begin);
-  p.tensor_cores = {tc_end.mma_syncs - tc_begin.mma_syncs,
+  p.tensor_cores = {tc_end.mma_flops - tc_begin.mma_flops,
                     tc_end.fragment_bytes - tc_begin.fragment_bytes,
                     tc_end.staged_bytes - tc_begin.staged_bytes};
   return p;
@@ -138,9 +138,9 @@ void print(const Parts& p, const std::string& preset_name, const ModelConfig& cf
   // The attention kernels' operands and products go through shared memory:
   // what the tensor cores' work costs there (the emulation's count).
   const emu::TensorCoreTraffic& tc = p.tensor_cores;
-  if (tc.mma_syncs > 0) {
-    const double flops = double(tc.mma_syncs) * 2 * 16 * 16 * 16;
-    std::printf("attention, shared memory per MMA FLOP: %.4f bytes (wmma fragments %.2f MB, "
+  if (tc.mma_flops > 0) {
+    const double flops = double(tc.mma_flops);
+    std::printf("attention, shared memory per MMA FLOP: %.4f bytes (fragments %.2f MB, "
                 "staged tiles %.2f MB, over %.4g GFLOP of tensor-core products)\n",
                 double(tc.fragment_bytes + tc.staged_bytes) / flops,
                 double(tc.fragment_bytes) / 1e6, double(tc.staged_bytes) / 1e6, flops / 1e9);

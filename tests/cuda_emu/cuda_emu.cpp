@@ -37,6 +37,14 @@ struct Fiber {
   Wait waiting = Wait::None;
   std::uint64_t generation = 0;  // of the barrier it waits at
   void* asan_fake_stack = nullptr;
+  // cp.async copies not yet written to shared memory, and the number of them
+  // in each committed group, oldest first.
+  struct PendingCopy {
+    void* dst;
+    std::array<std::byte, 16> bytes;
+  };
+  std::vector<PendingCopy> pending;
+  std::vector<std::size_t> committed;
 };
 
 struct WarpState {
@@ -179,6 +187,8 @@ void run_block(LaunchState& l, dim3 grid, dim3 block, dim3 block_idx) {
     f.state.warp = i / 32;
     f.done = false;
     f.waiting = Wait::None;
+    f.pending.clear();
+    f.committed.clear();
     prepare_fiber(f.context, f.stack, kStackBytes, fiber_main);
   }
   while (l.live > 0) {
@@ -316,17 +326,96 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
 std::size_t launches() { return g_launches; }
 
 namespace {
-std::atomic<std::int64_t> g_mma_syncs{0}, g_fragment_bytes{0}, g_staged_bytes{0};
+std::atomic<std::int64_t> g_mma_flops{0}, g_fragment_bytes{0}, g_staged_bytes{0};
 }  // namespace
 TensorCoreTraffic tensor_core_traffic() {
-  return {g_mma_syncs.load(), g_fragment_bytes.load(), g_staged_bytes.load()};
+  return {g_mma_flops.load(), g_fragment_bytes.load(), g_staged_bytes.load()};
 }
-void count_mma_sync() { g_mma_syncs.fetch_add(1, std::memory_order_relaxed); }
+void count_mma_flops(std::int64_t flops) { g_mma_flops.fetch_add(flops, std::memory_order_relaxed); }
 void count_fragment_bytes(std::int64_t bytes) {
   g_fragment_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 void count_shared_staging(std::int64_t bytes) {
   g_staged_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+// ---- register-level products (PTX layouts; cuda_emu.hpp) ----------------------
+
+namespace {
+float bf16_half(std::uint32_t r, int hi) {
+  const std::uint32_t bits = (hi ? r >> 16 : r & 0xffffu) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+std::uint32_t pack_halves(std::uint16_t lo, std::uint16_t hi) {
+  return std::uint32_t(lo) | (std::uint32_t(hi) << 16);
+}
+}  // namespace
+
+void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                       std::uint32_t b1) {
+  float* A = warp_scratch();  // [16][16]
+  float* B = A + 256;         // [16][8], k-major
+  const int lane = this_thread().lane, g = lane / 4, t = lane % 4;
+  if (lane == 0) count_mma_flops(2 * 16 * 8 * 16);
+  for (int h = 0; h < 2; ++h) {
+    A[g * 16 + 2 * t + h] = bf16_half(a[0], h);
+    A[(g + 8) * 16 + 2 * t + h] = bf16_half(a[1], h);
+    A[g * 16 + 2 * t + 8 + h] = bf16_half(a[2], h);
+    A[(g + 8) * 16 + 2 * t + 8 + h] = bf16_half(a[3], h);
+    B[(2 * t + h) * 8 + g] = bf16_half(b0, h);
+    B[(2 * t + 8 + h) * 8 + g] = bf16_half(b1, h);
+  }
+  warp_exchange(0);
+  float out[4];
+  for (int e = 0; e < 4; ++e) {
+    const int r = e < 2 ? g : g + 8, c = 2 * t + e % 2;
+    float acc = d[e];
+    for (int k = 0; k < 16; ++k) acc += A[r * 16 + k] * B[k * 8 + c];
+    out[e] = acc;
+  }
+  warp_exchange(0);  // everyone has read the scratch
+  for (int e = 0; e < 4; ++e) d[e] = out[e];
+}
+
+void ldmatrix_x4(std::uint32_t (&r)[4], const void* row, bool trans) {
+  const int lane = this_thread().lane, g = lane / 4, t = lane % 4;
+  if (lane == 0) count_fragment_bytes(4 * 8 * 8 * 2);
+  const std::uint64_t* rows = warp_exchange(reinterpret_cast<std::uintptr_t>(row));
+  const auto at = [&](int m, int i, int j) {  // element [i][j] of matrix m
+    std::uint16_t v;
+    std::memcpy(&v, reinterpret_cast<const std::byte*>(rows[8 * m + i]) + 2 * j, 2);
+    return v;
+  };
+  for (int m = 0; m < 4; ++m)
+    r[m] = trans ? pack_halves(at(m, 2 * t, g), at(m, 2 * t + 1, g))
+                 : pack_halves(at(m, g, 2 * t), at(m, g, 2 * t + 1));
+  warp_exchange(0);  // the addresses stay until every lane has read them
+}
+
+void cp_async16(void* dst, const void* src, bool fill) {
+  Fiber::PendingCopy c{dst, {}};
+  if (fill) std::memcpy(c.bytes.data(), src, 16);
+  current_fiber().pending.push_back(c);
+  count_shared_staging(16);
+}
+
+void cp_async_commit() {
+  Fiber& f = current_fiber();
+  std::size_t before = 0;
+  for (std::size_t n : f.committed) before += n;
+  f.committed.push_back(f.pending.size() - before);
+}
+
+void cp_async_wait(int pending) {
+  Fiber& f = current_fiber();
+  while (f.committed.size() > static_cast<std::size_t>(pending)) {
+    const std::size_t n = f.committed.front();
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(f.pending[i].dst, f.pending[i].bytes.data(), 16);
+    f.pending.erase(f.pending.begin(), f.pending.begin() + static_cast<std::ptrdiff_t>(n));
+    f.committed.erase(f.committed.begin());
+  }
 }
 
 }  // namespace wiola::emu

@@ -110,20 +110,36 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
                 const std::function<void()>& body, const void* entry = nullptr);
 // Kernels launched so far on this OS thread (tests count launches).
 std::size_t launches();
-// What the kernels' tensor-core products ask, counted process-wide:
-// warp-wide wmma::mma_sync calls (16x16x16 each; tests check the device
-// counters' FLOPs against them), the bytes wmma fragments load from memory
-// and store to it, and the bytes blocks stage in shared memory for them
-// (WIOLA_COUNT_SHARED_STAGING). The kernels keep their operands in shared
-// memory, so the last two are their shared-memory operand traffic
-// (tools/gpu-counts.sh).
+// What the kernels' tensor-core products ask, counted process-wide: the
+// FLOPs of warp-wide products (wmma::mma_sync, 16x16x16, and mma_m16n8k16;
+// tests check the device counters' FLOPs against them), the bytes fragments
+// load from memory and store to it (wmma loads and stores, ldmatrix), and the
+// bytes blocks stage in shared memory for them (WIOLA_COUNT_SHARED_STAGING,
+// cp_async16). The kernels keep their operands in shared memory, so the last
+// two are their shared-memory operand traffic (tools/gpu-counts.sh).
 struct TensorCoreTraffic {
-  std::int64_t mma_syncs = 0, fragment_bytes = 0, staged_bytes = 0;
+  std::int64_t mma_flops = 0, fragment_bytes = 0, staged_bytes = 0;
 };
 TensorCoreTraffic tensor_core_traffic();
-void count_mma_sync();
+void count_mma_flops(std::int64_t flops);
 void count_fragment_bytes(std::int64_t bytes);
 void count_shared_staging(std::int64_t bytes);
+
+// The register-level PTX products (backend/cuda/kernels/warp_mma.cuh), with
+// the fragment layouts PTX specifies. Warp-collective: every lane calls.
+// d += a·b, m16n8k16, bf16 operands, fp32 products summed in k order.
+void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                       std::uint32_t b1);
+// ldmatrix.x4 (trans: .trans): `row` is this lane's row address.
+void ldmatrix_x4(std::uint32_t (&r)[4], const void* row, bool trans);
+// cp.async of 16 bytes (fill = false: zeros). The source is read at once; the
+// destination is written only when cp_async_wait completes the copy's
+// committed group, so a kernel that reads a tile before waiting sees stale
+// bytes here, as it might on a GPU. Copies never waited for are dropped at
+// the thread's exit (a GPU would still land them: kernels wait for all).
+void cp_async16(void* dst, const void* src, bool fill);
+void cp_async_commit();
+void cp_async_wait(int pending);
 
 template <class T>
 std::uint64_t to_bits(T v) {

@@ -119,7 +119,7 @@ void mma_sync(fragment<accumulator, M, N, K, float>& d,
               const fragment<accumulator, M, N, K, float>& c) {
   float* scratch = ::wiola::emu::warp_scratch();  // A [16x16] then B [16x16]
   const int lane = ::wiola::emu::this_thread().lane;
-  if (lane == 0) ::wiola::emu::count_mma_sync();
+  if (lane == 0) ::wiola::emu::count_mma_flops(2 * 16 * 16 * 16);
   for (int i = 0; i < 8; ++i) {
     scratch[lane * 8 + i] = detail::as_float(a.x[i]);
     scratch[256 + lane * 8 + i] = detail::as_float(b.x[i]);

@@ -294,7 +294,7 @@ TEST(cudaEmu, TensorCoreTrafficIsCountedOncePerWarp) {
   const wiola::emu::TensorCoreTraffic before = wiola::emu::tensor_core_traffic();
   WIOLA_LAUNCH(wmma_tile, dim3(1), dim3(64), 0, 0)(a.data(), bt.data(), c.data());
   const wiola::emu::TensorCoreTraffic after = wiola::emu::tensor_core_traffic();
-  EXPECT_EQ(after.mma_syncs - before.mma_syncs, 2);
+  EXPECT_EQ(after.mma_flops - before.mma_flops, 2 * 2 * 16 * 16 * 16);
   EXPECT_EQ(after.fragment_bytes - before.fragment_bytes, 2 * (512 + 512 + 1024));
   EXPECT_EQ(after.staged_bytes - before.staged_bytes, 0);
 }
