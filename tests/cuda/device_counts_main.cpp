@@ -54,8 +54,22 @@ class CountsAtBoundaries final : public LayerBoundaries {
 // One micro-batch's counts, by part, forward and backward.
 struct Parts {
   DeviceCounts atm_f, atm_b, plain_f, plain_b, last_f, last_b, embed_f, embed_b, all;
-  emu::TensorCoreTraffic tensor_cores;  // the whole micro-batch's (only attention has them)
+  // The forward's and the backward's (only attention has them).
+  emu::TensorCoreTraffic tensor_cores_f, tensor_cores_b;
 };
+
+emu::TensorCoreTraffic operator-(const emu::TensorCoreTraffic& a, const emu::TensorCoreTraffic& b) {
+  return {a.mma_flops - b.mma_flops, a.fragment_bytes - b.fragment_bytes,
+          a.staged_bytes - b.staged_bytes};
+}
+emu::TensorCoreTraffic operator+(const emu::TensorCoreTraffic& a, const emu::TensorCoreTraffic& b) {
+  return {a.mma_flops + b.mma_flops, a.fragment_bytes + b.fragment_bytes,
+          a.staged_bytes + b.staged_bytes};
+}
+// Shared-memory operand bytes per tensor-core FLOP.
+double shared_per_flop(const emu::TensorCoreTraffic& t) {
+  return double(t.fragment_bytes + t.staged_bytes) / double(t.mma_flops);
+}
 
 // Counts the second of two training micro-batches of `batch` x `seq` tokens:
 // the first warms what is allocated once (plans, the cuBLASLt workspace).
@@ -65,7 +79,7 @@ Parts measure(Backend& be, StageModel& model, const ModelConfig& cfg, int batch,
   in.loss_scale = 1.0 / (batch * seq);
   CountsAtBoundaries at;
   DeviceCounts fwd_begin, fwd_end, bwd_begin, bwd_end;
-  emu::TensorCoreTraffic tc_begin, tc_end;
+  emu::TensorCoreTraffic tc_begin, tc_mid, tc_end;
   for (int pass = 0; pass < 2; ++pass) {
     model.params().zero_grads();
     StageSaved saved;
@@ -73,6 +87,7 @@ Parts measure(Backend& be, StageModel& model, const ModelConfig& cfg, int batch,
     fwd_begin = cuda::device_counts();
     (void)model.forward(in, /*training=*/true, saved, &at);
     fwd_end = bwd_begin = cuda::device_counts();
+    tc_mid = emu::tensor_core_traffic();
     model.backward(Tensor{}, {}, in.loss_scale, saved, &at);
     bwd_end = cuda::device_counts();
     tc_end = emu::tensor_core_traffic();
@@ -93,9 +108,8 @@ Parts measure(Backend& be, StageModel& model, const ModelConfig& cfg, int batch,
   p.embed_f = f[0] - fwd_begin;
   p.embed_b = bwd_end - b[0];
   p.all = (fwd_end - fwd_begin) + (bwd_end - bwd_begin);
-  p.tensor_cores = {tc_end.mma_flops - tc_begin.mma_flops,
-                    tc_end.fragment_bytes - tc_begin.fragment_bytes,
-                    tc_end.staged_bytes - tc_begin.staged_bytes};
+  p.tensor_cores_f = tc_mid - tc_begin;
+  p.tensor_cores_b = tc_end - tc_mid;
   return p;
 }
 
@@ -137,13 +151,14 @@ void print(const Parts& p, const std::string& preset_name, const ModelConfig& cf
   std::printf("%s\n", line("micro-batch, all", p.all).c_str());
   // The attention kernels' operands and products go through shared memory:
   // what the tensor cores' work costs there (the emulation's count).
-  const emu::TensorCoreTraffic& tc = p.tensor_cores;
-  if (tc.mma_flops > 0) {
-    const double flops = double(tc.mma_flops);
+  const emu::TensorCoreTraffic tc = p.tensor_cores_f + p.tensor_cores_b;
+  if (tc.mma_flops > 0 && p.tensor_cores_f.mma_flops > 0 && p.tensor_cores_b.mma_flops > 0) {
     std::printf("attention, shared memory per MMA FLOP: %.4f bytes (fragments %.2f MB, "
-                "staged tiles %.2f MB, over %.4g GFLOP of tensor-core products)\n",
-                double(tc.fragment_bytes + tc.staged_bytes) / flops,
-                double(tc.fragment_bytes) / 1e6, double(tc.staged_bytes) / 1e6, flops / 1e9);
+                "staged tiles %.2f MB, over %.4g GFLOP of tensor-core products); "
+                "forward %.4f, backward %.4f\n",
+                shared_per_flop(tc), double(tc.fragment_bytes) / 1e6,
+                double(tc.staged_bytes) / 1e6, double(tc.mma_flops) / 1e9,
+                shared_per_flop(p.tensor_cores_f), shared_per_flop(p.tensor_cores_b));
   }
   const DeviceCounts l = p.atm_f + p.atm_b;
   std::printf("per layer: launches %lld, host syncs %lld, memsets %lld, allocations %lld, "

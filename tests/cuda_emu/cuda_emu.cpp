@@ -331,7 +331,9 @@ std::atomic<std::int64_t> g_mma_flops{0}, g_fragment_bytes{0}, g_staged_bytes{0}
 TensorCoreTraffic tensor_core_traffic() {
   return {g_mma_flops.load(), g_fragment_bytes.load(), g_staged_bytes.load()};
 }
-void count_mma_flops(std::int64_t flops) { g_mma_flops.fetch_add(flops, std::memory_order_relaxed); }
+void count_mma_flops(std::int64_t flops) {
+  g_mma_flops.fetch_add(flops, std::memory_order_relaxed);
+}
 void count_fragment_bytes(std::int64_t bytes) {
   g_fragment_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
@@ -412,7 +414,8 @@ void cp_async_wait(int pending) {
   Fiber& f = current_fiber();
   while (f.committed.size() > static_cast<std::size_t>(pending)) {
     const std::size_t n = f.committed.front();
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(f.pending[i].dst, f.pending[i].bytes.data(), 16);
+    for (std::size_t i = 0; i < n; ++i)
+      std::memcpy(f.pending[i].dst, f.pending[i].bytes.data(), 16);
     f.pending.erase(f.pending.begin(), f.pending.begin() + static_cast<std::ptrdiff_t>(n));
     f.committed.erase(f.committed.begin());
   }

@@ -39,6 +39,7 @@
 #include "backend/backend.hpp"
 #include "backend/cuda/device_counters.hpp"
 #include "backend/cuda/kernels/common.cuh"
+#include "backend/cuda/kernels/warp_mma.cuh"
 #include "core/error.hpp"
 
 namespace wiola::cuda::kernels::attn {
@@ -243,6 +244,29 @@ __device__ void load_tile(T* dst, const T* src, std::int64_t ld, int rows, int d
       for (int e = 0; e < kPer; ++e)
         d[e] = (row_ok && c0 + e < dh) ? src[r * ld + c0 + e] : from_float<T>(0.0f);
     }
+  }
+}
+
+// load_tile with cp.async (warp_mma.cuh) when `vec`: the copies are issued
+// and land at the caller's cp_async_wait, so a tile can be fetched while the
+// previous one is in use. Without `vec` the elements are stored at once, as
+// load_tile does. Either way the tile is the block's after a wait and a
+// barrier.
+template <class T, int DHP, int ROWS>
+__device__ void load_tile_async(T* dst, const T* src, std::int64_t ld, int rows, int dh, bool vec,
+                                const unsigned char* keep) {
+  if (!vec) {
+    load_tile<T, DHP, ROWS>(dst, src, ld, rows, dh, false, keep);
+    return;
+  }
+  constexpr int kLd = DHP + 8;
+  constexpr int kPer = 16 / int(sizeof(T));
+  constexpr int kChunks = DHP / kPer;
+  for (int idx = threadIdx.x; idx < ROWS * kChunks; idx += blockDim.x) {
+    const int r = idx / kChunks, c0 = (idx % kChunks) * kPer;
+    const bool fill = r < rows && (keep == nullptr || keep[r] != 0) && c0 < dh;
+    // A chunk left zero names the tile's first element, which is not read.
+    mma::cp_async16(dst + r * kLd + c0, fill ? src + r * ld + c0 : src, fill);
   }
 }
 

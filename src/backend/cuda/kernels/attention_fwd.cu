@@ -17,25 +17,26 @@
 //
 // Tiling: grid (ceil(T / 64) query tiles, H, B), 128 threads. The block
 // stages its 64 x DHP tile of Q in shared memory, then visits the 64-key
-// tiles its queries can see (attention_common.cuh), staging each K and V tile
-// in shared memory. Warp w owns query rows [16w, 16w + 16) of the tile:
-//   S = Q_w Kᵀ (16 x 64, tensor cores in bf16) -> shared fp32;
-//   lanes 2r and 2r + 1 own row r: mask, row max, P = exp(s − m) -> shared
-//   (compute dtype), row sum l of the fp32 P (so lse_self is exact, and the
-//   backward's recomputed P sums to 1);
-//   O_w (fp32 fragments) = O_w · α + P V.
+// tiles its queries can see (attention_common.cuh). K and V tiles are double
+// buffered: the next tile's cp.async copies are in flight while the warps
+// work on this one. Warp w owns query rows [16w, 16w + 16) of the tile, in
+// registers (attention_registers.cuh: mma.sync m16n8k16 in bf16):
+//   S = Q_w Kᵀ (16 x 64) in registers, the quad of lanes holding a row
+//   masks it, takes the row max, and forms P = exp(s − m) and the row sum l
+//   of the fp32 P (so lse_self is exact, and the backward's recomputed P
+//   sums to 1);
+//   O_w = O_w · α + P V, with P rounded to the compute dtype on its way from
+//   the score registers into the product's operands.
 // V rows that no query of the tile sees are loaded as zero (0 · NaN would
-// poison P V); masked scores are selected away, never multiplied.
-// The running max only moves when a row's tile max exceeds it by more than
-// kRescale (8 in bf16: P stays <= e^8, exact after the final division; 0 in
-// fp32), so the accumulator round trip through shared memory that rescaling
-// needs (fragment layouts are opaque) is rare. The epilogue stages O_w in
-// shared memory, and each lane pair finishes its row: O_self, the context
-// softmax, the blend, lse_self and lse_ctx. Query tiles run from the last
-// (most keys) to the first, so long blocks start early. Shared memory: 94 KiB
-// per block at dh = 128 in bf16 (two blocks per H100 SM), 154 KiB in fp32.
+// poison P V); masked scores are selected away, never multiplied. The
+// epilogue stages O_w in shared memory (over the K and V buffers in bf16),
+// and each lane pair finishes its row: O_self, the context softmax, the
+// blend, lse_self and lse_ctx. Query tiles run from the last (most keys) to
+// the first, so long blocks start early. Shared memory: 86 KiB per block at
+// dh = 128 in bf16 (two blocks per H100 SM), 204 KiB in fp32.
 #include "backend/cuda/kernels/attention.hpp"
 #include "backend/cuda/kernels/attention_common.cuh"
+#include "backend/cuda/kernels/attention_registers.cuh"
 
 namespace wiola::cuda::kernels {
 
@@ -69,24 +70,24 @@ struct FwdOut {
 // Shared memory of the forward kernel, in bytes from the start.
 template <class T, int DHP>
 struct FwdSmem {
-  static constexpr int kLdt = DHP + 8;                       // Q, K, V tiles (T)
-  static constexpr int kLds = (DHP > kBK ? DHP : kBK) + 4;   // per-warp fp32 scores / scratch
-  static constexpr int kLdp = kBK + 8;                       // per-warp P (T)
+  static constexpr int kLdt = DHP + 8;                      // Q, K, V tiles (T)
+  static constexpr int kLds = (DHP > kBK ? DHP : kBK) + 4;  // per-warp fp32 [16][kLds]
+  static constexpr std::size_t tile = sizeof(T) * kBK * kLdt;
   static constexpr std::size_t q = 0;
-  static constexpr std::size_t k = align128(q + sizeof(T) * kBQ * kLdt);
-  static constexpr std::size_t v = align128(k + sizeof(T) * kBK * kLdt);
-  static constexpr std::size_t s = align128(v + sizeof(T) * kBK * kLdt);
-  static constexpr std::size_t p = align128(s + sizeof(float) * kWarps * 16 * kLds);
-  static constexpr std::size_t alpha = align128(p + sizeof(T) * kWarps * 16 * kLdp);
-  static constexpr std::size_t pre = align128(alpha + sizeof(float) * kWarps * 16);
+  static constexpr std::size_t kv = align128(q + sizeof(T) * kBQ * kLdt);  // K0 V0 K1 V1
+  static constexpr std::size_t kv_end = kv + 4 * tile;
+  // Per warp, fp32 [16][kLds]: the fp32 products' P during the loop, then
+  // every warp's O in the epilogue. In bf16 (P stays in registers) it
+  // overlays the K and V buffers, free by the epilogue.
+  static constexpr std::size_t s = kTensorCores<T> ? kv : align128(kv_end);
+  static constexpr std::size_t s_end = s + sizeof(float) * kWarps * 16 * kLds;
+  static constexpr std::size_t ml = align128(kv_end > s_end ? kv_end : s_end);  // m, l per row
+  static constexpr std::size_t pre = ml + sizeof(float) * 2 * kBQ;
   static constexpr std::size_t ext = pre + sizeof(int) * kBQ;
   static constexpr std::size_t stat = ext + sizeof(int) * kBQ;
   static constexpr std::size_t used = stat + sizeof(int) * 4;
-  static constexpr std::size_t bytes = align128(used + kBK);
+  static constexpr std::size_t bytes = align128(used + 2 * kBK);
 };
-
-template <class T>
-constexpr float kRescale = kTensorCores<T> ? 8.0f : 0.0f;
 
 template <class T, int DHP>
 __global__ void __launch_bounds__(kTileThreads)
@@ -94,17 +95,17 @@ __global__ void __launch_bounds__(kTileThreads)
   using L = FwdSmem<T, DHP>;
   WIOLA_DYNAMIC_SHARED(unsigned char, smem);
   T* qs = reinterpret_cast<T*>(smem + L::q);
-  T* ks = reinterpret_cast<T*>(smem + L::k);
-  T* vs = reinterpret_cast<T*>(smem + L::v);
+  const auto k_buf = [&](int i) { return reinterpret_cast<T*>(smem + L::kv + 2 * i * L::tile); };
+  const auto v_buf = [&](int i) { return k_buf(i) + L::tile / sizeof(T); };
+  float* m_row = reinterpret_cast<float*>(smem + L::ml);
+  float* l_row = m_row + kBQ;
   int* pre = reinterpret_cast<int*>(smem + L::pre);
   int* ext = reinterpret_cast<int*>(smem + L::ext);
   int* stat = reinterpret_cast<int*>(smem + L::stat);
-  unsigned char* used = smem + L::used;
+  unsigned char* used2 = smem + L::used;  // two sets of flags
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* sw = reinterpret_cast<float*>(smem + L::s) + warp * 16 * L::kLds;
-  T* pw = reinterpret_cast<T*>(smem + L::p) + warp * 16 * L::kLdp;
-  float* alpha = reinterpret_cast<float*>(smem + L::alpha) + warp * 16;
 
   const int qt = int(gridDim.x) - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
   const int g = h % a.kv_heads, dh = a.head_dim, S = a.seq;
@@ -121,67 +122,108 @@ __global__ void __launch_bounds__(kTileThreads)
                 out.ldqr, clampi(S - q0, 0, kBQ), dh, out.rot.q, row0 + q0, nullptr);
     __syncthreads();  // the rotated rows are what the block stages next
   }
-  load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, clampi(nq - q0, 0, kBQ),
-                         dh, a.vec, nullptr);
   const KeyTiles tiles = key_tiles(stat);
+  // Issues the loads of the it-th key tile's K and V into buffer it % 2.
+  // mark_used_keys' barriers also mean every warp is done with that buffer,
+  // and its flags take turns too: threads may still be issuing the previous
+  // tile's V from the other set.
+  const auto fetch = [&](int it) {
+    const int k0 = tiles.tile(it) * kBK, krows = clampi(S - k0, 0, kBK);
+    unsigned char* used = used2 + (it % 2) * kBK;
+    mark_used_keys(k0, stat, ext, used);
+    load_tile_async<T, DHP, kBK>(k_buf(it % 2), a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows,
+                                 dh, a.vec, nullptr);
+    load_tile_async<T, DHP, kBK>(v_buf(it % 2), a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows,
+                                 dh, a.vec, used);
+  };
+  // Q lands with the first key tile.
+  load_tile_async<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq,
+                               clampi(nq - q0, 0, kBQ), dh, a.vec, nullptr);
+  if (tiles.n > 0) fetch(0);
+  mma::cp_async_commit();
 
-  // Lanes 2r and 2r + 1 own query row r of the warp's 16.
-  const int r = lane / 2, half = lane % 2;
-  const int qrow = warp * 16 + r;
-  const int my_pre = pre[qrow], my_ext = ext[qrow];
-  float m_used = -INFINITY, l = 0.0f;
-  WarpAcc<T, DHP> acc;
-  acc.zero();
+  // Lane (g4, t4) holds rows r[0] = g4 and r[1] = g4 + 8 of the warp's 16
+  // (attention_registers.cuh).
+  const int g4 = lane / 4, t4 = lane % 4;
+  int my_pre[2], my_ext[2];
+  for (int i = 0; i < 2; ++i) {
+    my_pre[i] = pre[warp * 16 + g4 + 8 * i];
+    my_ext[i] = ext[warp * 16 + g4 + 8 * i];
+  }
+  float m_used[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  float o[DHP / 8][4];
+  WIOLA_UNROLL
+  for (int n = 0; n < DHP / 8; ++n)
+    for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
+  RegisterTiles<T, DHP> rt;
 
   for (int it = 0; it < tiles.n; ++it) {
     const int k0 = tiles.tile(it) * kBK;
-    __syncthreads();  // every warp is done with the previous K, V and flags (and Q is in)
-    mark_used_keys(k0, stat, ext, used);
-    const int krows = clampi(S - k0, 0, kBK);
-    load_tile<T, DHP, kBK>(ks, a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows, dh, a.vec,
-                           nullptr);
-    load_tile<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec, used);
+    if (it + 1 < tiles.n) {
+      fetch(it + 1);
+      mma::cp_async_commit();
+      mma::cp_async_wait<1>();  // tile it (and Q) landed; it + 1 in flight
+    } else {
+      mma::cp_async_wait<0>();
+    }
     __syncthreads();
+    T* ks = k_buf(it % 2);
     if (out.rot.on) {  // srpe_fwd's bits, in shared memory
-      rotate_tile<T, DHP>(ks, krows, dh, out.rot.kv, row0 + k0, nullptr);
+      rotate_tile<T, DHP>(ks, clampi(S - k0, 0, kBK), dh, out.rot.kv, row0 + k0, nullptr);
       __syncthreads();
     }
+    if (it == 0) rt.load_q(qs + warp * 16 * L::kLdt);
 
-    warp_nt<T, DHP>(sw, L::kLds, qs + warp * 16 * L::kLdt, ks);
-    __syncwarp();
-    float s[32];
-    float mx = -INFINITY;
-    for (int k = 0; k < 32; ++k) {
-      const int c = 2 * k + half, key = k0 + c;
-      const bool vis = key < my_pre || key == my_ext;
-      s[k] = vis ? sw[r * L::kLds + c] * a.scale : -INFINITY;
-      mx = fmaxf(mx, s[k]);
+    float s[kScoreSlices][4];
+    rt.scores(s, ks, sw);
+    float mx[2] = {-INFINITY, -INFINITY};
+    WIOLA_UNROLL
+    for (int j = 0; j < kScoreSlices; ++j)
+      for (int e = 0; e < 4; ++e) {
+        const int i = e / 2, key = k0 + 8 * j + 2 * t4 + e % 2;
+        const bool vis = key < my_pre[i] || key == my_ext[i];
+        s[j][e] = vis ? s[j][e] * a.scale : -INFINITY;
+        mx[i] = fmaxf(mx[i], s[j][e]);
+      }
+    float al[2], sum[2] = {0.0f, 0.0f};
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = quad_max(mx[i]);
+      // A row with no visible key in this tile keeps its max (and α = 1).
+      const bool up = mx[i] > m_used[i];
+      al[i] = up ? expf(m_used[i] - mx[i]) : 1.0f;  // 0 on the first visible tile
+      if (up) m_used[i] = mx[i];
     }
-    mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
-    const bool need = mx > m_used + kRescale<T>;
-    const float m_new = need ? mx : m_used;
-    const float al = need ? expf(m_used - m_new) : 1.0f;  // 0 on the first visible tile
-    float sum = 0.0f;  // of the fp32 weights: lse_self is the exact log-sum-exp
-    for (int k = 0; k < 32; ++k) {
-      const float p = s[k] == -INFINITY ? 0.0f : expf(s[k] - m_new);
-      pw[r * L::kLdp + 2 * k + half] = from_float<T>(p);
-      sum += p;
-    }
-    sum = pair_sum(sum);
-    l = l * al + sum;
-    m_used = m_new;
-    if (half == 0) alpha[r] = al;
-    const bool any = __any_sync(kFull, need);
-    __syncwarp();
-    if (any) acc.scale_rows(alpha, sw, L::kLds);
-    acc.mma(pw, L::kLdp, vs);
+    WIOLA_UNROLL
+    for (int j = 0; j < kScoreSlices; ++j)
+      for (int e = 0; e < 4; ++e) {
+        const int i = e / 2;
+        s[j][e] = s[j][e] == -INFINITY ? 0.0f : expf(s[j][e] - m_used[i]);
+        sum[i] += s[j][e];  // of the fp32 weights: lse_self is the exact log-sum-exp
+      }
+    for (int i = 0; i < 2; ++i) l[i] = l[i] * al[i] + quad_sum(sum[i]);
+    WIOLA_UNROLL
+    for (int n = 0; n < DHP / 8; ++n)
+      for (int e = 0; e < 4; ++e) o[n][e] *= al[e / 2];
+    rt.accumulate_pv(o, s, v_buf(it % 2), sw);
   }
 
-  // Epilogue: O_w -> shared, then lane pair (2r, 2r + 1) finishes row r. The
-  // barrier makes the Q tile visible when no key tile was visited.
+  // Epilogue: O -> shared (over the K and V buffers in bf16, once every warp
+  // is done with them; the wait covers Q when no key tile was visited), then
+  // lane pair (2r, 2r + 1) finishes row r.
+  mma::cp_async_wait<0>();
   __syncthreads();
-  acc.store(sw, L::kLds);
+  WIOLA_UNROLL
+  for (int n = 0; n < DHP / 8; ++n)
+    for (int e = 0; e < 4; ++e) sw[(g4 + 8 * (e / 2)) * L::kLds + 8 * n + 2 * t4 + e % 2] = o[n][e];
+  if (t4 == 0)
+    for (int i = 0; i < 2; ++i) {
+      m_row[warp * 16 + g4 + 8 * i] = m_used[i];
+      l_row[warp * 16 + g4 + 8 * i] = l[i];
+    }
   __syncwarp();
+  const int r = lane / 2, half = lane % 2;
+  const int qrow = warp * 16 + r;
+  const float row_l = l_row[qrow], row_m = m_row[qrow];
   const int t = q0 + qrow;
   const bool in_seq = t < S, valid = t < nq;
   const std::int64_t i = row0 + t;
@@ -209,9 +251,9 @@ __global__ void __launch_bounds__(kTileThreads)
   // Without context (n_ctx = 0) lc is 0, O_ctx and lse_ctx are not written and
   // O = O_self exactly (β = 0).
   const bool ctx = a.n_ctx > 0;
-  const float inv_l = l > 0.0f ? 1.0f / l : 0.0f, inv_lc = ctx ? 1.0f / lc : 0.0f;
+  const float inv_l = row_l > 0.0f ? 1.0f / row_l : 0.0f, inv_lc = ctx ? 1.0f / lc : 0.0f;
   if (in_seq) {
-    T* o = out.o + i * out.ldo + h * dh;
+    T* o_out = out.o + i * out.ldo + h * dh;
     T* os = out.o_self + i * out.ldos + h * dh;
     T* oc = ctx ? out.o_ctx + i * out.ldoc + h * dh : nullptr;
     const T* gl = out.glog ? out.glog + i * out.ldg + h * dh : nullptr;
@@ -229,12 +271,12 @@ __global__ void __launch_bounds__(kTileThreads)
       os[d] = from_float<T>(self);
       if (oc) oc[d] = from_float<T>(cx);
       const T ov = from_float<T>(oc ? (1.0f - beta) * self + beta * cx : self);
-      o[d] = ov;
+      o_out[d] = ov;
       // The gate reads O as stored, as sigmoid_mul_fwd would.
       if (gl) gy[d] = from_float<T>(gate_fwd(to_float(gl[d]), to_float(ov)));
     }
     if (half == 0) {
-      out.lse_self[i * out.ldls + h] = valid && l > 0.0f ? m_used + logf(l) : 0.0f;
+      out.lse_self[i * out.ldls + h] = valid && row_l > 0.0f ? row_m + logf(row_l) : 0.0f;
       if (ctx) out.lse_ctx[i * out.ldlc + h] = valid ? mc + logf(lc) : 0.0f;
     }
   }

@@ -1,0 +1,146 @@
+#pragma once
+// Per-warp attention products with scores, probabilities and the output
+// accumulator in registers, in the accumulator layout of mma.sync m16n8k16
+// (warp_mma.cuh). A warp owns 16 query rows; with g = lane / 4, t = lane % 4
+// a lane holds rows g and g + 8, and of every 8-column slice j the columns
+// 8j + 2t and 8j + 2t + 1:
+//   Scores  s[j][e], j < 8 (64 keys):       row g + 8 (e / 2), key 8j + 2t + e % 2;
+//   Output  o[n][e], n < DHP / 8 (columns): row g + 8 (e / 2), column 8n + 2t + e % 2.
+// A row's values are spread over the four lanes of its quad (lanes 4g..4g+3),
+// so row-wise reductions take two shuffles.
+//
+// bf16 (RegisterTiles<bf16>): tensor cores. The warp's Q rows are loaded once
+// into A fragments; K and V tiles are read with ldmatrix (V transposed); the
+// probabilities P go from the score registers straight into the A fragments
+// of P·V (the accumulator layout of two adjacent 8-key slices is the A layout
+// of one 16-key step), never through shared memory.
+// fp32 (RegisterTiles<float>, for checking): the same layout computed on the
+// CUDA cores from the shared tiles, with P passed through a per-warp shared
+// scratch.
+// Tiles are shared arrays of row stride DHP + 8 elements (attention_common.cuh).
+#include <cstdint>
+
+#include "backend/cuda/kernels/attention_common.cuh"
+#include "backend/cuda/kernels/warp_mma.cuh"
+
+namespace wiola::cuda::kernels::attn {
+
+constexpr int kScoreSlices = kBK / 8;  // 8-key slices of a 64-key tile
+
+template <class T, int DHP, bool TC = kTensorCores<T>>
+struct RegisterTiles;
+
+template <int DHP>
+struct RegisterTiles<__nv_bfloat16, DHP, true> {
+  using T = __nv_bfloat16;
+  static constexpr int kLd = DHP + 8;
+  std::uint32_t qf[DHP / 16][4];  // the warp's Q rows, A fragments per 16 columns
+
+  // Lane l's row address for ldmatrix_x4 of the 16 x 16 block at (r0, c0):
+  // matrix l / 8 at rows r0 + 8 (m % 2) when `rows_first`, else columns.
+  __device__ static const T* quad_row(const T* tile, int r0, int c0, bool rows_first) {
+    const int lane = threadIdx.x % 32, m = lane / 8, i = lane % 8;
+    const int dr = rows_first ? (m % 2) * 8 : (m / 2) * 8;
+    const int dc = rows_first ? (m / 2) * 8 : (m % 2) * 8;
+    return tile + (r0 + dr + i) * kLd + c0 + dc;
+  }
+
+  // The warp's 16 Q rows (a shared tile's rows) into registers.
+  __device__ void load_q(const T* q_rows) {
+    WIOLA_UNROLL
+    for (int ks = 0; ks < DHP / 16; ++ks)
+      mma::ldmatrix_x4(qf[ks], quad_row(q_rows, 0, 16 * ks, true));
+  }
+
+  // s = Q Kᵀ over the 64 rows of the K tile.
+  __device__ void scores(float (&s)[kScoreSlices][4], const T* k_tile, float*) const {
+    WIOLA_UNROLL
+    for (int j = 0; j < kScoreSlices; ++j)
+      for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
+    WIOLA_UNROLL
+    for (int jj = 0; jj < kScoreSlices / 2; ++jj) {
+      WIOLA_UNROLL
+      for (int ks = 0; ks < DHP / 16; ++ks) {
+        // Keys 16jj.. (+8 in matrices 2, 3), columns 16ks.. (+8 in 1, 3): the
+        // B fragments of slices 2jj and 2jj + 1.
+        std::uint32_t b[4];
+        mma::ldmatrix_x4(b, quad_row(k_tile, 16 * jj, 16 * ks, false));
+        mma::mma_bf16(s[2 * jj], qf[ks], b[0], b[1]);
+        mma::mma_bf16(s[2 * jj + 1], qf[ks], b[2], b[3]);
+      }
+    }
+  }
+
+  // o += P V, P in the score layout (rounded to bf16 here), V a shared tile.
+  __device__ void accumulate_pv(float (&o)[DHP / 8][4], const float (&p)[kScoreSlices][4],
+                                const T* v_tile, float*) const {
+    WIOLA_UNROLL
+    for (int kk = 0; kk < kScoreSlices / 2; ++kk) {
+      const std::uint32_t a[4] = {mma::pack_bf16(p[2 * kk][0], p[2 * kk][1]),
+                                  mma::pack_bf16(p[2 * kk][2], p[2 * kk][3]),
+                                  mma::pack_bf16(p[2 * kk + 1][0], p[2 * kk + 1][1]),
+                                  mma::pack_bf16(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+      WIOLA_UNROLL
+      for (int dd = 0; dd < DHP / 16; ++dd) {
+        // Keys 16kk.. (+8 in matrices 1, 3), columns 16dd.. (+8 in 2, 3),
+        // transposed: the B fragments of column slices 2dd and 2dd + 1.
+        std::uint32_t b[4];
+        mma::ldmatrix_x4_trans(b, quad_row(v_tile, 16 * kk, 16 * dd, true));
+        mma::mma_bf16(o[2 * dd], a, b[0], b[1]);
+        mma::mma_bf16(o[2 * dd + 1], a, b[2], b[3]);
+      }
+    }
+  }
+};
+
+template <int DHP>
+struct RegisterTiles<float, DHP, false> {
+  static constexpr int kLd = DHP + 8;
+  static constexpr int kLdp = kBK + 4;  // the P scratch's row stride
+  const float* q = nullptr;
+
+  __device__ void load_q(const float* q_rows) { q = q_rows; }
+
+  __device__ void scores(float (&s)[kScoreSlices][4], const float* k_tile, float*) const {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int j = 0; j < kScoreSlices; ++j)
+      for (int e = 0; e < 4; ++e) {
+        const float* qr = q + (g + 8 * (e / 2)) * kLd;
+        const float* kr = k_tile + (8 * j + 2 * t + e % 2) * kLd;
+        float acc = 0.0f;
+        for (int d = 0; d < DHP; ++d) acc += qr[d] * kr[d];
+        s[j][e] = acc;
+      }
+  }
+
+  // `scratch`: the warp's shared fp32 [16][kLdp].
+  __device__ void accumulate_pv(float (&o)[DHP / 8][4], const float (&p)[kScoreSlices][4],
+                                const float* v_tile, float* scratch) const {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int j = 0; j < kScoreSlices; ++j)
+      for (int e = 0; e < 4; ++e)
+        scratch[(g + 8 * (e / 2)) * kLdp + 8 * j + 2 * t + e % 2] = p[j][e];
+    __syncwarp();
+    for (int n = 0; n < DHP / 8; ++n)
+      for (int e = 0; e < 4; ++e) {
+        const float* pr = scratch + (g + 8 * (e / 2)) * kLdp;
+        const int col = 8 * n + 2 * t + e % 2;
+        float acc = o[n][e];
+        for (int k = 0; k < kBK; ++k) acc += pr[k] * v_tile[k * kLd + col];
+        o[n][e] = acc;
+      }
+    __syncwarp();  // every lane is done with the scratch
+  }
+};
+
+// Sum and max over the quad (four lanes) that holds a row.
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(kFull, v, 1);
+  return v + __shfl_xor_sync(kFull, v, 2);
+}
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(kFull, v, 1));
+  return fmaxf(v, __shfl_xor_sync(kFull, v, 2));
+}
+
+}  // namespace wiola::cuda::kernels::attn
