@@ -396,6 +396,15 @@ void ldmatrix_x4(std::uint32_t (&r)[4], const void* row, bool trans) {
   warp_exchange(0);  // the addresses stay until every lane has read them
 }
 
+void expect_turn(int seen, int mine) {
+  if (seen == mine) return;
+  std::ostringstream os;
+  os << "cuda emulation: deadlock in kernel " << launch().name << ": a block waits for turn "
+     << mine << " of a counter at " << seen
+     << ", which only a block that runs later could pass";
+  throw std::runtime_error(os.str());
+}
+
 void cp_async16(void* dst, const void* src, bool fill) {
   Fiber::PendingCopy c{dst, {}};
   if (fill) std::memcpy(c.bytes.data(), src, 16);

@@ -22,7 +22,8 @@
 //    bytes), up to the sm_90 limit of 227 KiB: a launch asking for more than
 //    the kernel's limit fails, as on a GPU;
 //  * __nv_bfloat16 with round-to-nearest-even conversions;
-//  * the nvcuda::wmma fragments the kernels use (cuda_emu_wmma.hpp).
+//  * the register-level tensor-core instructions (mma.sync m16n8k16, ldmatrix)
+//    and cp.async, with the layouts the PTX ISA specifies (warp_mma.cuh).
 //
 // How: every thread of a block is a fiber (ucontext) on the calling OS
 // thread; the blocks of a grid run one after another. A fiber runs until it
@@ -37,8 +38,9 @@
 // barriers, so a missing __syncthreads that lets one thread read a value
 // another has not yet written may go unnoticed when the writer happens to run
 // first), the real memory model and caches, timing, occupancy, register
-// pressure, bank conflicts, or the hardware's element layout of wmma
-// fragments (the emulation picks one; kernels must not depend on it).
+// pressure, bank conflicts, the order and precision of the tensor cores'
+// internal sums (the emulation adds fp32 products in k order), or blocks that
+// run at the same time (they run one after another here).
 // The kernel source's cuda_compat.hpp checks that this came first.
 #define WIOLA_CUDA_EMU_PROVIDED 1
 #include <cmath>
@@ -95,7 +97,7 @@ void sync_block();
 const std::uint64_t* warp_exchange(std::uint64_t bits);
 // Dynamic shared memory of the running block (the launch's byte count).
 void* dynamic_shared();
-// Scratch memory of the running thread's warp (wmma emulation): 1024 floats.
+// Scratch memory of the running thread's warp (mma emulation): 1024 floats.
 float* warp_scratch();
 // Dynamic shared memory a launch may ask for: 48 KiB unless raised for this
 // kernel (`entry`: its address; null for kernels given as lambdas).
@@ -111,12 +113,11 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
 // Kernels launched so far on this OS thread (tests count launches).
 std::size_t launches();
 // What the kernels' tensor-core products ask, counted process-wide: the
-// FLOPs of warp-wide products (wmma::mma_sync, 16x16x16, and mma_m16n8k16;
-// tests check the device counters' FLOPs against them), the bytes fragments
-// load from memory and store to it (wmma loads and stores, ldmatrix), and the
-// bytes blocks stage in shared memory for them (WIOLA_COUNT_SHARED_STAGING,
-// cp_async16). The kernels keep their operands in shared memory, so the last
-// two are their shared-memory operand traffic (tools/gpu-counts.sh).
+// FLOPs of warp-wide products (mma_m16n8k16; tests check the device
+// counters' FLOPs against them), the bytes fragments load from shared memory
+// (ldmatrix), and the bytes blocks stage in shared memory for them
+// (WIOLA_COUNT_SHARED_STAGING, cp_async16): together the products'
+// shared-memory operand traffic (tools/gpu-counts.sh).
 struct TensorCoreTraffic {
   std::int64_t mma_flops = 0, fragment_bytes = 0, staged_bytes = 0;
 };
@@ -140,6 +141,10 @@ void ldmatrix_x4(std::uint32_t (&r)[4], const void* row, bool trans);
 void cp_async16(void* dst, const void* src, bool fill);
 void cp_async_commit();
 void cp_async_wait(int pending);
+// A block's wait for its turn after blocks of lower index (attention's
+// deterministic dQ sum): those have all run here, so `seen` != `mine` means
+// the kernel would wait forever: throws std::runtime_error (a deadlock).
+void expect_turn(int seen, int mine);
 
 template <class T>
 std::uint64_t to_bits(T v) {
@@ -234,6 +239,16 @@ inline int __all_sync(unsigned, int pred) {
   return 1;
 }
 
+// ---- loads and stores that bypass L1 (coherent across blocks on a GPU) ----
+template <class T>
+T __ldcg(const T* p) {
+  return *p;
+}
+template <class T>
+void __stcg(T* p, T v) {
+  *p = v;
+}
+
 // ---- atomics: fibers switch only at barriers, so a read-modify-write is atomic
 template <class T>
 T atomicAdd(T* p, T v) {
@@ -295,4 +310,3 @@ inline float __bfloat162float(__nv_bfloat16 b) {
   return f;
 }
 
-#include "cuda_emu_wmma.hpp"

@@ -1,6 +1,6 @@
 // The emulation of the CUDA execution model against its documented semantics:
 // indices, block barriers, shared memory per block, warp shuffles and votes,
-// partial warps, wmma tiles, bf16 rounding, and what it refuses (deadlocks,
+// partial warps, bf16 rounding, and what it refuses (deadlocks,
 // bad launch shapes, exceptions inside a kernel).
 #include <gtest/gtest.h>
 
@@ -252,51 +252,6 @@ TEST(cudaEmu, AtomicMinMaxAndSixteenByteVectors) {
     EXPECT_EQ(dst[i].x, 3 - i);
     EXPECT_EQ(dst[i].w, 33 - i);
   }
-}
-
-__global__ void wmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* c) {
-  using namespace nvcuda;
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-  wmma::fill_fragment(acc, 0.5f);
-  wmma::load_matrix_sync(fa, a, 16);
-  wmma::load_matrix_sync(fb, b, 16);  // b holds Bᵀ row-major = B column-major
-  wmma::mma_sync(acc, fa, fb, acc);
-  for (int i = 0; i < acc.num_elements; ++i) acc.x[i] *= 2.0f;
-  wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
-}
-
-TEST(cudaEmu, WmmaTileProductIsAMatrixProduct) {
-  std::vector<__nv_bfloat16> a(256), bt(256);
-  std::vector<float> af(256), btf(256), c(256);
-  for (int i = 0; i < 256; ++i) {
-    a[i] = __float2bfloat16(float((i * 7) % 11) * 0.25f - 1.0f);
-    bt[i] = __float2bfloat16(float((i * 5) % 13) * 0.125f - 0.5f);
-    af[i] = __bfloat162float(a[i]);
-    btf[i] = __bfloat162float(bt[i]);
-  }
-  WIOLA_LAUNCH(wmma_tile, dim3(1), dim3(32), 0, 0)(a.data(), bt.data(), c.data());
-  for (int r = 0; r < 16; ++r)
-    for (int col = 0; col < 16; ++col) {
-      float want = 0.5f;
-      for (int k = 0; k < 16; ++k) want += af[r * 16 + k] * btf[col * 16 + k];
-      EXPECT_FLOAT_EQ(c[r * 16 + col], 2.0f * want) << r << "," << col;
-    }
-}
-
-// Each warp's fragment loads and stores count their whole tiles once, and
-// each mma_sync once: two warps of wmma_tile, two 512-byte bf16 loads, one
-// product and one 1024-byte fp32 store each.
-TEST(cudaEmu, TensorCoreTrafficIsCountedOncePerWarp) {
-  std::vector<__nv_bfloat16> a(256, __float2bfloat16(1.0f)), bt(256, __float2bfloat16(1.0f));
-  std::vector<float> c(256);
-  const wiola::emu::TensorCoreTraffic before = wiola::emu::tensor_core_traffic();
-  WIOLA_LAUNCH(wmma_tile, dim3(1), dim3(64), 0, 0)(a.data(), bt.data(), c.data());
-  const wiola::emu::TensorCoreTraffic after = wiola::emu::tensor_core_traffic();
-  EXPECT_EQ(after.mma_flops - before.mma_flops, 2 * 2 * 16 * 16 * 16);
-  EXPECT_EQ(after.fragment_bytes - before.fragment_bytes, 2 * (512 + 512 + 1024));
-  EXPECT_EQ(after.staged_bytes - before.staged_bytes, 0);
 }
 
 __global__ void bit_ops(const int* in, int* ffs, int* popc) {

@@ -25,11 +25,10 @@
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <mma.h>
 #define WIOLA_LAUNCH(kernel, grid, block, shared_bytes, stream) \
   kernel<<<grid, block, shared_bytes, stream>>>
-// 128-byte aligned: kernels carve it into sections for wmma tiles (which need
-// 32-byte aligned pointers) and 16-byte vector accesses.
+// 128-byte aligned: kernels carve it into sections for ldmatrix rows and
+// cp.async copies (16-byte aligned) and 16-byte vector accesses.
 #define WIOLA_DYNAMIC_SHARED(type, name)                     \
   extern __shared__ __align__(128) unsigned char wiola_smem[]; \
   type* name = reinterpret_cast<type*>(wiola_smem)

@@ -5,12 +5,18 @@
 //   D_i     = dO_self,i · O_self,i                      (prep kernel)
 //   P_ij    = exp(q_i·k_j / √dh − lse_i)  over visible (i, j)
 //   dS_ij   = P_ij ((1 − β) dO_i·v_j − D_i)
-//   dq_i    = Σ_j dS_ij k_j / √dh  +  Σ_c coef_k[i,c] ctx_k[c]      (dQ kernel)
-//   dk_j    = Σ_i dS_ij q_i / √dh,   dv_j = (1 − β) Σ_i P_ij dO_i    (dK/dV kernel)
+//   dq_i    = Σ_j dS_ij k_j / √dh  +  Σ_c coef_k[i,c] ctx_k[c]
+//   dk_j    = Σ_i dS_ij q_i / √dh,   dv_j = (1 − β) Σ_i P_ij dO_i
 //   context: w_c = exp(q·ctx_k[c] / √dh − lse_ctx), ds_c = β w_c (dO·ctx_v[c] − dO·O_ctx),
-//            coef_k = ds_c / √dh, coef_v = β w_c (dQ kernel's epilogue; the context
+//            coef_k = ds_c / √dh, coef_v = β w_c (dQ kernel; the context
 //            rows' gradients are gathered from them in attention_ctx.cu)
 //   dβ      = Σ dO · (O_ctx − O_self), dφ = dβ β (1 − β)  (per-row partials in prep)
+//
+// Five tile products per (query tile, key tile), as FlashAttention-2: Sᵀ,
+// dPᵀ, dV += Pᵀ dO, dK += dSᵀ Q and dQ += dS K, all in the dK/dV kernel. dQ
+// is summed over the key tiles in fp32 (dq_acc) in key tile order, each
+// block waiting for its turn at a query tile, so the result has the same
+// bits on every run (FlashAttention-2's atomics do not).
 //
 // Kernels, in launch order:
 //   attention_bwd_prep  three kinds of blocks in one launch (none reads what
@@ -21,25 +27,27 @@
 //       row's dβ partial;
 //     - after those, one block per (query tile, sequence): the 64-row query
 //       tile's largest key prefix and extra-key range, so the dK/dV kernel
-//       knows which query tiles can see its keys;
+//       knows which query tiles can see its keys, and the tile's dQ turns
+//       set to 0;
 //     - with context, last, the context rows' bucket counts and their scan
 //       (attention_buckets.cuh: the dK/dV and dQ kernels' extra columns of
 //       blocks fill and rank them, for the gather in attention_ctx.cu).
 //   attention_bwd_dkdv  grid (key tiles, Hkv, B), 128 threads. The block keeps
 //     its 64 x DHP K and V tiles in shared memory and loops over the query
-//     heads of its group and the query tiles that can see it, staging Q, dO,
-//     lse and D of each. Warp w owns key rows [16w, 16w + 16):
-//       Sᵀ = K_w Qᵀ, P -> shared (fp32, and the compute dtype for the product),
-//       dPᵀ = V_w dOᵀ, dSᵀ -> shared (over the fp32 P), dV_w += Pᵀ dO, dK_w += dSᵀ Q
-//     (tensor cores in bf16, fp32 fragments). Each dK/dV row is written by one
-//     block, so no atomics: deterministic. 112 KiB of shared memory per block
-//     at dh = 128 in bf16 (two blocks per H100 SM; 189 KiB in fp32, more than
-//     an A100 block may have: fp32 at dh > 96 needs sm_90).
-//   attention_bwd_dq  grid (query tiles, H, B), 128 threads, the forward's
-//     tiling: Q and dO tiles stay, K and V tiles stream over the visible key
-//     tiles; warp w owns query rows [16w, 16w + 16): S = Q_w Kᵀ, P (fp32) -> shared,
-//     dP = dO_w Vᵀ, dS -> shared, dQ_w += dS K. Its epilogue (lane pair per row) adds the
-//     context term and writes the context coefficients.
+//     tiles that can see it and the query heads of its group, staging Q, dO,
+//     lse and D of each (cp.async). Warp w owns key rows [16w, 16w + 16), in
+//     registers (attention_registers.cuh: mma.sync m16n8k16 in bf16):
+//       Sᵀ = K_w Qᵀ, P; dV_w += Pᵀ dO; dPᵀ = V_w dOᵀ, dSᵀ (also to shared
+//       memory, rounded to the compute type); dK_w += dSᵀ Q;
+//     then, in the block's turn at the query tile, warp w forms dQ of query
+//     rows [16w, 16w + 16) from the whole dSᵀ tile and K, and adds it to
+//     dq_acc (the first key tile stores). Each dK/dV row is written by one
+//     block. K rows that no query of the tile sees take part in dS K as zeros
+//     (they may hold anything). 95 KiB of shared memory per block at dh = 128
+//     in bf16 (two blocks per H100 SM), 206 KiB in fp32 (sm_90 only).
+//   attention_bwd_dq  grid (query tiles, H, B), 128 threads: dQ from dq_acc
+//     and the context term, the context coefficients (lane pair per row,
+//     reading its rows of Q and dO with context).
 //   With SRPE (AttentionRotary), Q is the rotated one, K is rotated as it is
 //   staged (as in the forward), and the dQ and dK epilogues round each row
 //   to the compute type, then rotate it back (write_rotated_back): srpe_bwd's
@@ -49,6 +57,7 @@
 #include "backend/cuda/kernels/attention.hpp"
 #include "backend/cuda/kernels/attention_buckets.cuh"
 #include "backend/cuda/kernels/attention_common.cuh"
+#include "backend/cuda/kernels/attention_registers.cuh"
 #include "backend/cuda/kernels/memory.hpp"
 
 namespace wiola::cuda::kernels {
@@ -80,6 +89,9 @@ struct Bwd {
   float* coef_k;     // [B*T, H, n_ctx]
   float* coef_v;     // [B*T, H, n_ctx]
   int* qstats;       // [B, query tiles, 3]: largest prefix, smallest and largest extra
+  float* dq_acc;     // [B*T, H*dh]: Σ dS K over the key tiles, in key tile order
+  std::int64_t ldacc;
+  int* dq_turn;      // [B, H, query tiles]: how many key tiles have added to the tile's dQ
   // The output gate Y = σ(G) ⊙ O (null gate_dy: none): prep writes d_o_out
   // (the tensor d_o reads) and dglog from dY.
   const T* glog;
@@ -147,6 +159,8 @@ __global__ void __launch_bounds__(kTileThreads)
     load_query_index(a, b, qt * kBQ, pre, ext, stat);
     if (threadIdx.x < 3)
       w.qstats[(std::int64_t(b) * n_qtiles + qt) * 3 + threadIdx.x] = stat[threadIdx.x];
+    for (int h = threadIdx.x; h < a.heads; h += blockDim.x)
+      w.dq_turn[(std::int64_t(b) * a.heads + h) * n_qtiles + qt] = 0;
     return;
   }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -189,54 +203,59 @@ __global__ void __launch_bounds__(kTileThreads)
   if (lane == 0) w.dbeta_row[i] = dbeta;
 }
 
-// ---- dK, dV ----------------------------------------------------------------------
+// ---- dK, dV, and dQ's terms ---------------------------------------------------------
 
 template <class T, int DHP>
 struct DkdvSmem {
   static constexpr int kLdt = DHP + 8;  // K, V, Q, dO tiles (T)
-  static constexpr int kLds = kBK + 4;  // per-warp fp32 scores
-  static constexpr int kLdp = kBQ + 8;  // per-warp P (T)
-  // dS (T) is written over the warp's fp32 P once that is read: a row stride
-  // that fits there and suits wmma (a multiple of 8 for bf16).
-  static constexpr int kLdd = sizeof(T) == 2 ? kBQ + 8 : kLds;
-  static_assert(sizeof(T) * 16 * kLdd <= sizeof(float) * 16 * kLds);
-  static constexpr int kLde = DHP + 4;  // epilogue staging (fp32), over the Q and dO tiles
+  static constexpr int kLdd = kBQ + 8;  // dSᵀ [key][query] (T), the dQ product's operand
+  static constexpr int kLdp = kBK + 4;  // per-warp fp32 scratch of the fp32 products
+  static constexpr int kLde = DHP + 4;  // epilogue staging (fp32), over the Q, dO, dSᵀ tiles
+  static constexpr std::size_t tile = sizeof(T) * kBK * kLdt;
   static constexpr std::size_t k = 0;
-  static constexpr std::size_t v = align128(k + sizeof(T) * kBK * kLdt);
-  static constexpr std::size_t q = align128(v + sizeof(T) * kBK * kLdt);
-  static constexpr std::size_t d_o = align128(q + sizeof(T) * kBQ * kLdt);
-  static constexpr std::size_t tiles_end = align128(d_o + sizeof(T) * kBQ * kLdt);
-  static constexpr std::size_t stage_end = align128(q + sizeof(float) * kWarps * 16 * kLde);
-  static constexpr std::size_t s = tiles_end > stage_end ? tiles_end : stage_end;
-  static constexpr std::size_t pf = align128(s + sizeof(float) * kWarps * 16 * kLds);
-  static constexpr std::size_t p = align128(pf + sizeof(float) * kWarps * 16 * kLds);
-  static constexpr std::size_t lse = align128(p + sizeof(T) * kWarps * 16 * kLdp);
+  static constexpr std::size_t v = align128(k + tile);
+  static constexpr std::size_t q = align128(v + tile);
+  static constexpr std::size_t d_o = align128(q + tile);
+  static constexpr std::size_t dst = align128(d_o + tile);
+  static constexpr std::size_t kz = align128(dst + sizeof(T) * kBK * kLdd);  // K, unseen rows 0
+  static constexpr std::size_t scratch = align128(kz + tile);
+  static constexpr std::size_t scratch_end =
+      scratch + (kTensorCores<T> ? 0 : sizeof(float) * kWarps * 16 * kLdp);
+  static constexpr std::size_t stage_end = q + sizeof(float) * kWarps * 16 * kLde;
+  static constexpr std::size_t lse = align128(scratch_end > stage_end ? scratch_end : stage_end);
   static constexpr std::size_t dd = lse + sizeof(float) * kBQ;
   static constexpr std::size_t pre = dd + sizeof(float) * kBQ;
   static constexpr std::size_t ext = pre + sizeof(int) * kBQ;
   static constexpr std::size_t stat = ext + sizeof(int) * kBQ;
-  static constexpr std::size_t bytes = align128(stat + sizeof(int) * 4);
+  static constexpr std::size_t used = stat + sizeof(int) * 4;
+  static constexpr std::size_t bytes = align128(used + kBK);
 };
+
+// Columns of dQ a warp forms at a time (the accumulator's registers).
+template <int DHP>
+inline constexpr int kDqChunk = DHP % 64 == 0 ? 64 : DHP % 32 == 0 ? 32 : 16;
 
 template <class T, int DHP>
 __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bwd<T> w) {
   using L = DkdvSmem<T, DHP>;
+  using RT = RegisterTiles<T, DHP>;
+  constexpr int kChunk = kDqChunk<DHP>;
   WIOLA_DYNAMIC_SHARED(unsigned char, smem);
   T* ks = reinterpret_cast<T*>(smem + L::k);
   T* vs = reinterpret_cast<T*>(smem + L::v);
   T* qs = reinterpret_cast<T*>(smem + L::q);
   T* dos = reinterpret_cast<T*>(smem + L::d_o);
+  T* dst = reinterpret_cast<T*>(smem + L::dst);
+  T* kz = reinterpret_cast<T*>(smem + L::kz);
   float* lse = reinterpret_cast<float*>(smem + L::lse);
   float* dd = reinterpret_cast<float*>(smem + L::dd);
   int* pre = reinterpret_cast<int*>(smem + L::pre);
   int* ext = reinterpret_cast<int*>(smem + L::ext);
   int* stat = reinterpret_cast<int*>(smem + L::stat);
+  unsigned char* used = smem + L::used;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* sw = reinterpret_cast<float*>(smem + L::s) + warp * 16 * L::kLds;
-  float* pf = reinterpret_cast<float*>(smem + L::pf) + warp * 16 * L::kLds;
-  T* pw = reinterpret_cast<T*>(smem + L::p) + warp * 16 * L::kLdp;
-  T* dsw = reinterpret_cast<T*>(pf);  // over P (fp32) once it is read
+  float* scratch = reinterpret_cast<float*>(smem + L::scratch) + warp * 16 * L::kLdp;
 
   const int n_ktiles = (a.seq + kBK - 1) / kBK;
   if (int(blockIdx.x) >= n_ktiles) {  // the buckets' slots (block-uniform)
@@ -251,87 +270,136 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
   const float beta = attention_beta(a);
 
   const int krows = clampi(S - k0, 0, kBK);
-  load_tile<T, DHP, kBK>(ks, a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows, dh, a.vec, nullptr);
-  load_tile<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec, nullptr);
+  load_tile_async<T, DHP, kBK>(ks, a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows, dh, a.vec,
+                               nullptr);
+  load_tile_async<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec,
+                               nullptr);
+  mma::cp_async_commit();
+  mma::cp_async_wait<0>();
   if (w.rot.on) {  // K taken before SRPE: srpe_fwd's bits, in shared memory
     __syncthreads();
     rotate_tile<T, DHP>(ks, krows, dh, w.rot.kv, row0 + k0, nullptr);
   }  // the loop's first barrier comes before K is read
 
-  // Lanes 2r and 2r + 1 own key row r of the warp's 16 (Sᵀ row r).
-  const int r = lane / 2, half = lane % 2;
-  const int key = k0 + warp * 16 + r;
-  WarpAcc<T, DHP> dk, dv;
-  dk.zero();
-  dv.zero();
+  // Lane (g4, t4) holds key rows g4 and g4 + 8 of the warp's 16, in Sᵀ's
+  // rows (attention_registers.cuh); its columns are query rows of the tile.
+  const int g4 = lane / 4, t4 = lane % 4;
+  const int key[2] = {k0 + warp * 16 + g4, k0 + warp * 16 + g4 + 8};
+  float dk[DHP / 8][4], dv[DHP / 8][4];
+  WIOLA_UNROLL
+  for (int n = 0; n < DHP / 8; ++n)
+    for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.0f;
 
   for (int qt = 0; qt < n_qtiles; ++qt) {
     const int* st = w.qstats + (std::int64_t(b) * n_qtiles + qt) * 3;
     if (!visits(st, kt)) continue;
+    // This key tile's turn at the query tile's dQ: the key tiles before it
+    // that see the tile add first.
+    int turn = 0;
+    for (int j = 0; j < kt; ++j) turn += visits(st, j) ? 1 : 0;
     const int q0 = qt * kBQ, qrows = clampi(nq - q0, 0, kBQ);
-    __syncthreads();  // the previous tile's index is no longer read
+    __syncthreads();  // the previous tile's index and K for dQ are no longer read
     load_query_index(a, b, q0, pre, ext, stat);
+    // dQ multiplies K rows by dS, zero where the tile's queries do not see
+    // the key; a key row nobody sees may hold anything (0 · NaN would poison
+    // dQ), so those products take K with such rows zero.
+    mark_used_keys(k0, stat, ext, used);
+    bool all_used = true;
+    for (int j = 0; j < krows; ++j) all_used = all_used && used[j] != 0;
+    const T* k_for_dq = ks;
+    if (!all_used) {
+      constexpr int kPer = 16 / int(sizeof(T)), kChunks = DHP / kPer;
+      for (int idx = threadIdx.x; idx < kBK * kChunks; idx += blockDim.x) {
+        const int j = idx / kChunks, c0 = (idx % kChunks) * kPer;
+        const uint4 zero = make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(kz + j * L::kLdt + c0) =
+            used[j] ? *reinterpret_cast<const uint4*>(ks + j * L::kLdt + c0) : zero;
+      }
+      k_for_dq = kz;  // the head loop's barrier comes before it is read
+    }
     for (int h = g; h < a.heads; h += a.kv_heads) {
-      __syncthreads();  // the previous head's Q, dO, lse, D are consumed
-      load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, qrows, dh, a.vec,
-                             nullptr);
-      load_tile<T, DHP, kBQ>(dos, w.d_o + (row0 + q0) * w.lddo + h * dh, w.lddo, qrows, dh,
-                             a.vec, nullptr);
+      __syncthreads();  // the previous head's Q, dO, lse, D and dSᵀ are consumed
+      load_tile_async<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, qrows, dh,
+                                   a.vec, nullptr);
+      load_tile_async<T, DHP, kBQ>(dos, w.d_o + (row0 + q0) * w.lddo + h * dh, w.lddo, qrows, dh,
+                                   a.vec, nullptr);
+      mma::cp_async_commit();
       for (int c = threadIdx.x; c < kBQ; c += blockDim.x) {
         const std::int64_t i = row0 + q0 + c;
         lse[c] = c < qrows ? w.lse_self[i * w.ldls + h] : 0.0f;
         dd[c] = c < qrows ? w.dself[i * a.heads + h] : 0.0f;
       }
+      mma::cp_async_wait<0>();
       __syncthreads();
 
-      warp_nt<T, DHP>(sw, L::kLds, ks + warp * 16 * L::kLdt, qs);  // Sᵀ
-      __syncwarp();
-      // P in fp32 stays in shared memory (pf) for dS, not in registers, which
-      // hold the dK and dV accumulators.
-      unsigned vis = 0;
-      for (int k = 0; k < 32; ++k) {
-        const int c = 2 * k + half;
-        const bool v = key < pre[c] || key == ext[c];
-        const float p = v ? expf(sw[r * L::kLds + c] * a.scale - lse[c]) : 0.0f;
-        vis |= (v ? 1u : 0u) << k;
-        pf[r * L::kLds + c] = p;
-        pw[r * L::kLdp + c] = from_float<T>(p);
+      // P, then dV += Pᵀ dO before dPᵀ is formed: fewer registers live at once.
+      float p[kScoreSlices][4], ds[kScoreSlices][4];
+      RT::nt(p, ks + warp * 16 * L::kLdt, qs);  // Sᵀ
+      WIOLA_UNROLL
+      for (int j = 0; j < kScoreSlices; ++j)
+        for (int e = 0; e < 4; ++e) {
+          const int c = 8 * j + 2 * t4 + e % 2, kr = key[e / 2];
+          const bool vis = kr < pre[c] || kr == ext[c];
+          p[j][e] = vis ? expf(p[j][e] * a.scale - lse[c]) : 0.0f;
+        }
+      RT::accumulate_pv(dv, p, dos, scratch);     // dV += Pᵀ dO
+      RT::nt(ds, vs + warp * 16 * L::kLdt, dos);  // dPᵀ / (1 − β)
+      WIOLA_UNROLL
+      for (int j = 0; j < kScoreSlices; ++j)
+        for (int e = 0; e < 4; ++e) {
+          // P is 0 where the key is not seen: dS is then 0, selected, never a product.
+          const int c = 8 * j + 2 * t4 + e % 2;
+          ds[j][e] = p[j][e] != 0.0f ? p[j][e] * ((1.0f - beta) * ds[j][e] - dd[c]) : 0.0f;
+          dst[(warp * 16 + g4 + 8 * (e / 2)) * L::kLdd + c] = from_float<T>(ds[j][e]);
+        }
+      RT::accumulate_pv(dk, ds, qs, scratch);  // dK += dSᵀ Q
+      __syncthreads();  // every warp's rows of dSᵀ
+
+      // dQ += dS K for the tile's query rows (warp w: rows 16w..16w+15), in
+      // this key tile's turn: the same order of additions on every run.
+      int* turn_of = w.dq_turn + (std::int64_t(b) * a.heads + h) * n_qtiles + qt;
+      if (threadIdx.x == 0) wait_turn(turn_of, turn);
+      __syncthreads();
+      WIOLA_UNROLL
+      for (int c0 = 0; c0 < DHP; c0 += kChunk) {
+        float dq[kChunk / 8][4];
+        for (int n = 0; n < kChunk / 8; ++n)
+          for (int e = 0; e < 4; ++e) dq[n][e] = 0.0f;
+        RT::template accumulate_tn<kChunk>(dq, dst, L::kLdd, warp * 16, k_for_dq, c0);
+        for (int n = 0; n < kChunk / 8; ++n)
+          for (int e = 0; e < 4; ++e) {
+            const int t = q0 + warp * 16 + g4 + 8 * (e / 2), col = c0 + 8 * n + 2 * t4 + e % 2;
+            if (t >= S || col >= dh) continue;
+            float* x = w.dq_acc + (row0 + t) * w.ldacc + h * dh + col;
+            __stcg(x, turn == 0 ? dq[n][e] : __ldcg(x) + dq[n][e]);
+          }
       }
-      __syncwarp();
-      warp_nt<T, DHP>(sw, L::kLds, vs + warp * 16 * L::kLdt, dos);  // dPᵀ / (1 − β)
-      __syncwarp();
-      float ds[32];
-      for (int k = 0; k < 32; ++k) {
-        const int c = 2 * k + half;
-        ds[k] = (vis >> k) & 1u
-                    ? pf[r * L::kLds + c] * ((1.0f - beta) * sw[r * L::kLds + c] - dd[c])
-                    : 0.0f;
-      }
-      __syncwarp();  // every lane has read P before dS overwrites it
-      for (int k = 0; k < 32; ++k) dsw[r * L::kLdd + 2 * k + half] = from_float<T>(ds[k]);
-      __syncwarp();
-      dv.mma(pw, L::kLdp, dos);
-      dk.mma(dsw, L::kLdd, qs);
+      __threadfence();
+      __syncthreads();
+      if (threadIdx.x == 0) pass_turn(turn_of);
     }
   }
 
-  // Epilogue: stage each accumulator in shared memory (over the Q and dO
-  // tiles) and write it row by row, lanes along dh.
+  // Epilogue: stage each accumulator in shared memory (over the Q, dO and
+  // dSᵀ tiles) and write it row by row, lanes along dh.
   __syncthreads();
   float* stage = reinterpret_cast<float*>(smem + L::q) + warp * 16 * L::kLde;
   const int rows = clampi(S - (k0 + warp * 16), 0, 16);
-  dv.store(stage, L::kLde);
-  __syncwarp();
+  const auto stage_acc = [&](const float (&acc)[DHP / 8][4], float scale) {
+    WIOLA_UNROLL
+    for (int n = 0; n < DHP / 8; ++n)
+      for (int e = 0; e < 4; ++e)
+        stage[(g4 + 8 * (e / 2)) * L::kLde + 8 * n + 2 * t4 + e % 2] = scale * acc[n][e];
+    __syncwarp();
+  };
+  stage_acc(dv, 1.0f - beta);
   for (int e = lane; e < rows * dh; e += 32) {
     const int rr = e / dh, d = e % dh;
     const std::int64_t j = row0 + k0 + warp * 16 + rr;
-    w.dv[j * w.lddv + g * dh + d] = from_float<T>((1.0f - beta) * stage[rr * L::kLde + d]);
+    w.dv[j * w.lddv + g * dh + d] = from_float<T>(stage[rr * L::kLde + d]);
   }
   __syncwarp();
-  dk.store(stage, L::kLde);
-  __syncwarp();
-  for (int e = lane; e < rows * dh; e += 32) stage[(e / dh) * L::kLde + e % dh] *= a.scale;
-  __syncwarp();
+  stage_acc(dk, a.scale);
   const std::int64_t j0 = row0 + k0 + warp * 16;
   write_rotated_back(stage, L::kLde, rows, dh, w.dk + j0 * w.lddk + g * dh, w.lddk, w.rot,
                      w.rot.kv, j0);
@@ -341,48 +409,25 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
 
 template <class T, int DHP>
 struct DqSmem {
-  static constexpr int kLdt = DHP + 8;
-  static constexpr int kLds = kBK + 4;
-  static constexpr int kLdp = kBK + 8;
-  static constexpr int kLde = DHP + 4;  // epilogue staging (fp32), over the K and V tiles
-  static constexpr std::size_t q = 0;
-  static constexpr std::size_t d_o = align128(q + sizeof(T) * kBQ * kLdt);
-  static constexpr std::size_t k = align128(d_o + sizeof(T) * kBQ * kLdt);
-  static constexpr std::size_t v = align128(k + sizeof(T) * kBK * kLdt);
-  static constexpr std::size_t tiles_end = align128(v + sizeof(T) * kBK * kLdt);
-  static constexpr std::size_t stage_end = align128(k + sizeof(float) * kWarps * 16 * kLde);
-  static constexpr std::size_t s = tiles_end > stage_end ? tiles_end : stage_end;
-  static constexpr std::size_t pf = align128(s + sizeof(float) * kWarps * 16 * kLds);
-  static constexpr std::size_t p = align128(pf + sizeof(float) * kWarps * 16 * kLds);
-  static constexpr std::size_t lse = align128(p + sizeof(T) * kWarps * 16 * kLdp);
-  static constexpr std::size_t dd = lse + sizeof(float) * kBQ;
-  static constexpr std::size_t pre = dd + sizeof(float) * kBQ;
+  static constexpr int kLde = DHP + 4;  // dQ rows (fp32)
+  static constexpr std::size_t stage = 0;
+  static constexpr std::size_t pre = align128(stage + sizeof(float) * kWarps * 16 * kLde);
   static constexpr std::size_t ext = pre + sizeof(int) * kBQ;
   static constexpr std::size_t stat = ext + sizeof(int) * kBQ;
-  static constexpr std::size_t used = stat + sizeof(int) * 4;
-  static constexpr std::size_t bytes = align128(used + kBK);
+  static constexpr std::size_t bytes = align128(stat + sizeof(int) * 4);
 };
 
+// dQ from the key tiles' sum (dq_acc), with the context term; the context
+// coefficients. No products: those ran in attention_bwd_dkdv.
 template <class T, int DHP>
 __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<T> w) {
   using L = DqSmem<T, DHP>;
   WIOLA_DYNAMIC_SHARED(unsigned char, smem);
-  T* qs = reinterpret_cast<T*>(smem + L::q);
-  T* dos = reinterpret_cast<T*>(smem + L::d_o);
-  T* ks = reinterpret_cast<T*>(smem + L::k);
-  T* vs = reinterpret_cast<T*>(smem + L::v);
-  float* lse = reinterpret_cast<float*>(smem + L::lse);
-  float* dd = reinterpret_cast<float*>(smem + L::dd);
   int* pre = reinterpret_cast<int*>(smem + L::pre);
   int* ext = reinterpret_cast<int*>(smem + L::ext);
   int* stat = reinterpret_cast<int*>(smem + L::stat);
-  unsigned char* used = smem + L::used;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* sw = reinterpret_cast<float*>(smem + L::s) + warp * 16 * L::kLds;
-  float* pf = reinterpret_cast<float*>(smem + L::pf) + warp * 16 * L::kLds;
-  T* pw = reinterpret_cast<T*>(smem + L::p) + warp * 16 * L::kLdp;
-
   const int n_qtiles = (a.seq + kBQ - 1) / kBQ;
   if (int(blockIdx.x) >= n_qtiles) {  // the buckets' ranks (block-uniform)
     bucket_rank(w.bk, extra_block(n_qtiles));
@@ -391,79 +436,31 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dq(Args<T> a, Bwd<
   const int qt = n_qtiles - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
   const int g = h % a.kv_heads, dh = a.head_dim, S = a.seq;
   const int q0 = qt * kBQ;
-  const int nq = valid_queries(a, b), qrows = clampi(nq - q0, 0, kBQ);
+  const int nq = valid_queries(a, b);
   const std::int64_t row0 = std::int64_t(b) * S;
   const float beta = attention_beta(a);
 
   load_query_index(a, b, q0, pre, ext, stat);
-  load_tile<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, qrows, dh, a.vec, nullptr);
-  load_tile<T, DHP, kBQ>(dos, w.d_o + (row0 + q0) * w.lddo + h * dh, w.lddo, qrows, dh, a.vec,
-                         nullptr);
-  for (int c = threadIdx.x; c < kBQ; c += blockDim.x) {
-    const std::int64_t i = row0 + q0 + c;
-    lse[c] = c < qrows ? w.lse_self[i * w.ldls + h] : 0.0f;
-    dd[c] = c < qrows ? w.dself[i * a.heads + h] : 0.0f;
+  // The warp's rows of Σ dS K (none when no key tile saw the query tile).
+  float* stage = reinterpret_cast<float*>(smem + L::stage) + warp * 16 * L::kLde;
+  const bool seen = key_tiles(stat).n > 0;
+  for (int e = lane; e < 16 * dh; e += 32) {
+    const int rr = e / dh, d = e % dh, t = q0 + warp * 16 + rr;
+    stage[rr * L::kLde + d] =
+        seen && t < S ? w.dq_acc[(row0 + t) * w.ldacc + h * dh + d] : 0.0f;
   }
   __syncthreads();
-  const KeyTiles tiles = key_tiles(stat);
 
-  // Lanes 2r and 2r + 1 own query row r of the warp's 16.
+  // Lane pair (2r, 2r + 1) adds row r's context term and writes the row and
+  // its coefficients.
   const int r = lane / 2, half = lane % 2;
   const int qrow = warp * 16 + r;
-  const int my_pre = pre[qrow], my_ext = ext[qrow];
-  const float my_lse = lse[qrow], my_d = dd[qrow];
-  WarpAcc<T, DHP> acc;
-  acc.zero();
-
-  for (int it = 0; it < tiles.n; ++it) {
-    const int k0 = tiles.tile(it) * kBK;
-    __syncthreads();  // every warp is done with the previous K, V and flags
-    mark_used_keys(k0, stat, ext, used);
-    const int krows = clampi(S - k0, 0, kBK);
-    load_tile<T, DHP, kBK>(ks, a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows, dh, a.vec, used);
-    load_tile<T, DHP, kBK>(vs, a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows, dh, a.vec,
-                           nullptr);
-    __syncthreads();
-    if (w.rot.on) {  // K taken before SRPE, its unseen rows left zero
-      rotate_tile<T, DHP>(ks, krows, dh, w.rot.kv, row0 + k0, used);
-      __syncthreads();
-    }
-
-    warp_nt<T, DHP>(sw, L::kLds, qs + warp * 16 * L::kLdt, ks);  // S
-    __syncwarp();
-    unsigned vis = 0;  // P (fp32) waits in shared memory, not in registers
-    for (int k = 0; k < 32; ++k) {
-      const int c = 2 * k + half, kk = k0 + c;
-      const bool v = kk < my_pre || kk == my_ext;
-      pf[r * L::kLds + c] = v ? expf(sw[r * L::kLds + c] * a.scale - my_lse) : 0.0f;
-      vis |= (v ? 1u : 0u) << k;
-    }
-    __syncwarp();
-    warp_nt<T, DHP>(sw, L::kLds, dos + warp * 16 * L::kLdt, vs);  // dP / (1 − β)
-    __syncwarp();
-    for (int k = 0; k < 32; ++k) {
-      const int c = 2 * k + half;
-      const float ds = (vis >> k) & 1u
-                           ? pf[r * L::kLds + c] * ((1.0f - beta) * sw[r * L::kLds + c] - my_d)
-                           : 0.0f;
-      pw[r * L::kLdp + c] = from_float<T>(ds);
-    }
-    __syncwarp();
-    acc.mma(pw, L::kLdp, ks);
-  }
-
-  // Epilogue: dQ_w -> shared (over the K and V tiles); lane pair (2r, 2r + 1)
-  // adds row r's context term and writes the row and its coefficients.
-  __syncthreads();
-  float* stage = reinterpret_cast<float*>(smem + L::k) + warp * 16 * L::kLde;
-  acc.store(stage, L::kLde);
-  __syncwarp();
   const int t = q0 + qrow;
   const bool in_seq = t < S, valid = t < nq;
   const std::int64_t i = row0 + t;
   const int crow = valid ? context_row(a, i) : 0;
-  const T* qr = qs + qrow * L::kLdt;
-  const T* gr = dos + qrow * L::kLdt;
+  const T* qr = a.q + i * a.ldq + h * dh;  // read only for valid rows, with context
+  const T* gr = w.d_o + i * w.lddo + h * dh;
 
   float d_ctx = 0.0f;  // dO · O_ctx (no context: O_ctx is not given)
   const bool ctx = valid && a.n_ctx > 0;
@@ -544,12 +541,15 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
     WIOLA_LAUNCH(kernel, dim3(kt + fill, unsigned(a.kv_heads), unsigned(a.batch)),
                  dim3(kTileThreads), L::bytes, stream)(a, w);
     // K, V, Q, dO, lse and D read (a query tile once per key tile that it
-    // sees, from the L2 cache: once); dK and dV written.
+    // sees, from the L2 cache: once); dK and dV written; Σ dS K written
+    // (and read back by the later key tiles, from the L2 cache), the turns
+    // read and written.
+    const std::int64_t turns = std::int64_t(a.batch) * a.heads * qt * 8;
     WIOLA_CHECK_LAUNCH("attention_bwd_dkdv",
                        2 * b.kv + 2 * b.q + 2 * b.stats + n * 12 + 2 * b.kv + rot_dkdv +
-                           buckets);
-    // Q·Kᵀ and dO·Vᵀ again, Pᵀ·dO and dSᵀ·Q, for every query head of the group.
-    count_tile_products<DHP>(a.batch, a.heads, a.seq, 4);
+                           buckets + b.q / std::int64_t(sizeof(T)) * 4 + turns);
+    // Qᵀ·K and dOᵀ·V, Pᵀ·dO, dSᵀ·Q and dS·K, for every query head of the group.
+    count_tile_products<DHP>(a.batch, a.heads, a.seq, 5);
   }
   {
     using L = DqSmem<T, DHP>;
@@ -559,13 +559,12 @@ void launch_tiles(const Args<T>& a, const Bwd<T>& w, Stream s) {
     const unsigned rank = w.bk.rows > 0 ? extra_columns(n, std::int64_t(a.heads) * a.batch) : 0;
     WIOLA_LAUNCH(kernel, dim3(qt + rank, unsigned(a.heads), unsigned(a.batch)),
                  dim3(kTileThreads), L::bytes, stream)(a, w);
-    // Q, dO, lse, D, K, V and the index read, and with context the context
-    // rows, O_ctx and lse_ctx; dQ and the context coefficients written.
-    const std::int64_t ctx = a.n_ctx > 0 ? b.ctx + b.q + b.stats + 2 * b.stats * a.n_ctx : 0;
+    // Σ dS K and the index read, and with context Q, dO, the context rows,
+    // O_ctx and lse_ctx; dQ and the context coefficients written.
+    const std::int64_t ctx =
+        a.n_ctx > 0 ? 2 * b.q + b.ctx + b.q + b.stats + 2 * b.stats * a.n_ctx : 0;
     WIOLA_CHECK_LAUNCH("attention_bwd_dq",
-                       2 * b.q + 2 * b.stats + 2 * b.kv + n * 12 + ctx + b.q + rot_dq +
-                           buckets);
-    count_tile_products<DHP>(a.batch, a.heads, a.seq, 3);  // Q·Kᵀ and dO·Vᵀ again, dS·K
+                       b.q / std::int64_t(sizeof(T)) * 4 + n * 12 + ctx + b.q + rot_dq + buckets);
   }
 }
 
@@ -596,6 +595,8 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
   const Tensor coef_k = n_ctx > 0 ? alloc(DType::F32, n * dims.heads, n_ctx) : Tensor{};
   const Tensor coef_v = n_ctx > 0 ? alloc(DType::F32, n * dims.heads, n_ctx) : Tensor{};
   const Tensor qstats = alloc(DType::I32, std::int64_t(dims.batch) * n_qtiles, 3);
+  const Tensor dq_acc = alloc(DType::F32, n, std::int64_t(dims.heads) * dims.head_dim);
+  const Tensor dq_turn = alloc(DType::I32, std::int64_t(dims.batch) * dims.heads, n_qtiles);
   const auto stream = static_cast<cudaStream_t>(s);
   std::vector<Tensor> bucket_memory;  // kept until the gather is queued
   const Buckets bk = n_ctx > 0 ? make_buckets(dims, ctx_k, index, alloc, bucket_memory, s)
@@ -618,6 +619,9 @@ void attention_bwd(const AttentionDims& dims, const Tensor& q, const Tensor& k, 
                    static_cast<float*>(coef_k.data()),
                    static_cast<float*>(coef_v.data()),
                    static_cast<int*>(qstats.data()),
+                   static_cast<float*>(dq_acc.data()),
+                   dq_acc.ld(),
+                   static_cast<int*>(dq_turn.data()),
                    static_cast<const T*>(gate.glog.data()),
                    gated ? gate.glog.ld() : 0,
                    static_cast<const T*>(gate.o.data()),

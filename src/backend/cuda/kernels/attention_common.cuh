@@ -1,8 +1,8 @@
 #pragma once
 // What the GCLA attention kernels share (attention_fwd.cu, attention_bwd.cu,
 // attention_ctx.cu): the arguments, the tiling constants, tile loads into
-// shared memory, the per-warp matrix products, and the per-query visibility
-// index.
+// shared memory, the per-query visibility index, and the turns of the
+// backward's deterministic dQ sum.
 //
 // Tiling. A block of kTileThreads = 128 threads (4 warps) works on one tile of
 // kBQ = 64 query rows or kBK = 64 key rows of one head (or key/value group) of
@@ -12,17 +12,8 @@
 // dh <= 128 works and contributes nothing through the padding), each row
 // padded by 8 elements against bank conflicts.
 //
-// Products. Every product a warp computes is one of two shapes:
-//   warp_nt:  C[16][64]  = A[16][DHP] · B[64][DHP]ᵀ   (scores: Q·Kᵀ, dO·Vᵀ, K·Qᵀ, V·dOᵀ)
-//   WarpAcc:  C[16][DHP] += A[16][64] · B[64][DHP]    (P·V, dS·K, Pᵀ·dO, dSᵀ·Q)
-// In bf16 they run on tensor cores (nvcuda::wmma 16x16x16, bf16 inputs, fp32
-// accumulation); in fp32 on the CUDA cores with plain fp32 arithmetic (the
-// fp32 mode exists for checking). Scores always land in shared memory as
-// fp32, where the softmax reads them by row with a layout the kernel chooses
-// (lane pair 2r, 2r+1 owns row r, columns 2k and 2k+1): nothing depends on
-// the hardware's unspecified layout of wmma fragments. Accumulators stay in
-// fragments (bf16) or registers (fp32) and go through shared memory when a
-// row-wise operation needs them.
+// Products: attention_registers.cuh (per-warp tiles in registers, mma.sync
+// in bf16), with tiles staged here by load_tile / load_tile_async.
 //
 // Visibility. Query row t of a sequence sees key rows [0, key_prefix[t]) and
 // key row key_extra[t] (-1: none); rows t >= n_queries are padding and see
@@ -378,116 +369,27 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// ---- per-warp products -----------------------------------------------------------
-
-template <class T>
-inline constexpr bool kTensorCores = std::is_same_v<T, __nv_bfloat16>;
-
-// C[16][64] (fp32, row stride ldc) = A[16][DHP] · B[64][DHP]ᵀ; A and B are
-// shared tiles of row stride DHP + 8. Warp-collective.
-template <class T, int DHP>
-__device__ void warp_nt(float* C, int ldc, const T* A, const T* B) {
-  constexpr int kLd = DHP + 8;
-  if constexpr (kTensorCores<T>) {
-    using namespace nvcuda;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c[4];
-    for (int j = 0; j < 4; ++j) wmma::fill_fragment(c[j], 0.0f);
-    for (int ks = 0; ks < DHP / 16; ++ks) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
-      wmma::load_matrix_sync(fa, A + ks * 16, kLd);
-      for (int j = 0; j < 4; ++j) {
-        // B[n][k] row-major is Bᵀ column-major.
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
-        wmma::load_matrix_sync(fb, B + j * 16 * kLd + ks * 16, kLd);
-        wmma::mma_sync(c[j], fa, fb, c[j]);
-      }
-    }
-    for (int j = 0; j < 4; ++j) wmma::store_matrix_sync(C + j * 16, c[j], ldc, wmma::mem_row_major);
-  } else {
-    const int lane = threadIdx.x % 32;
-    for (int m = 0; m < 32; ++m) {
-      const int r = m / 2, col = lane + 32 * (m % 2);
-      const T* a = A + r * kLd;
-      const T* b = B + col * kLd;
-      float acc = 0.0f;
-      for (int k = 0; k < DHP; ++k) acc += to_float(a[k]) * to_float(b[k]);
-      C[r * ldc + col] = acc;
-    }
-  }
+// Turns between blocks (the deterministic dQ sum): one thread of a block
+// waits until `turn` has reached `mine`, passes it on to the next with
+// pass_turn. Blocks wait only for blocks of lower index, which a GPU has
+// already started (as FlashAttention-2's deterministic mode relies on). The
+// emulation runs blocks one after another, so a turn not yet reached there
+// can never come: it throws instead of spinning.
+__device__ __forceinline__ void wait_turn(int* turn, int mine) {
+#if defined(WIOLA_CUDA_EMULATION)
+  ::wiola::emu::expect_turn(atomicAdd(turn, 0), mine);
+#else
+  while (atomicAdd(turn, 0) != mine) __nanosleep(100);
+#endif
+  __threadfence();  // what the blocks before wrote is seen after the turn
+}
+// After the block's writes and a barrier: the next block's turn.
+__device__ __forceinline__ void pass_turn(int* turn) {
+  __threadfence();
+  atomicAdd(turn, 1);
 }
 
-// A warp's 16 x DHP fp32 accumulator: acc += A[16][64] · B[64][DHP], with A a
-// shared array of row stride lda and B a shared tile of row stride DHP + 8.
-template <class T, int DHP, bool TC = kTensorCores<T>>
-struct WarpAcc;
-
-template <class T, int DHP>
-struct WarpAcc<T, DHP, true> {
-  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f[DHP / 16];
-
-  __device__ void zero() {
-    for (int j = 0; j < DHP / 16; ++j) nvcuda::wmma::fill_fragment(f[j], 0.0f);
-  }
-  __device__ void mma(const T* A, int lda, const T* B) {
-    using namespace nvcuda;
-    constexpr int kLd = DHP + 8;
-    for (int ks = 0; ks < 4; ++ks) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
-      wmma::load_matrix_sync(fa, A + ks * 16, lda);
-      for (int j = 0; j < DHP / 16; ++j) {
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
-        wmma::load_matrix_sync(fb, B + ks * 16 * kLd + j * 16, kLd);
-        wmma::mma_sync(f[j], fa, fb, f[j]);
-      }
-    }
-  }
-  // To shared fp32 [16][DHP] of row stride ld (a multiple of 4).
-  __device__ void store(float* C, int ld) const {
-    for (int j = 0; j < DHP / 16; ++j)
-      nvcuda::wmma::store_matrix_sync(C + j * 16, f[j], ld, nvcuda::wmma::mem_row_major);
-  }
-  // Row r *= alpha[r] (shared), through `scratch` (shared fp32 [16][ld]).
-  __device__ void scale_rows(const float* alpha, float* scratch, int ld) {
-    store(scratch, ld);
-    __syncwarp();
-    for (int e = threadIdx.x % 32; e < 16 * DHP; e += 32)
-      scratch[(e / DHP) * ld + e % DHP] *= alpha[e / DHP];
-    __syncwarp();
-    for (int j = 0; j < DHP / 16; ++j)
-      nvcuda::wmma::load_matrix_sync(f[j], scratch + j * 16, ld, nvcuda::wmma::mem_row_major);
-  }
-};
-
-// fp32: lane l holds elements e = l + 32m (row e / DHP, column e % DHP).
-template <class T, int DHP>
-struct WarpAcc<T, DHP, false> {
-  static constexpr int kPer = 16 * DHP / 32;
-  float x[kPer];
-
-  __device__ void zero() {
-    for (int m = 0; m < kPer; ++m) x[m] = 0.0f;
-  }
-  __device__ void mma(const T* A, int lda, const T* B) {
-    constexpr int kLd = DHP + 8;
-    const int lane = threadIdx.x % 32;
-    for (int m = 0; m < kPer; ++m) {
-      const int e = lane + 32 * m, r = e / DHP, col = e % DHP;
-      float acc = x[m];
-      for (int k = 0; k < 64; ++k) acc += to_float(A[r * lda + k]) * to_float(B[k * kLd + col]);
-      x[m] = acc;
-    }
-  }
-  __device__ void store(float* C, int ld) const {
-    const int lane = threadIdx.x % 32;
-    for (int m = 0; m < kPer; ++m) {
-      const int e = lane + 32 * m;
-      C[(e / DHP) * ld + e % DHP] = x[m];
-    }
-  }
-  __device__ void scale_rows(const float* alpha, float*, int) {
-    const int lane = threadIdx.x % 32;
-    for (int m = 0; m < kPer; ++m) x[m] *= alpha[(lane + 32 * m) / DHP];
-  }
-};
+template <class T>
+inline constexpr bool kTensorCores = std::is_same_v<T, __nv_bfloat16>;  // else fp32, for checking
 
 }  // namespace wiola::cuda::kernels::attn

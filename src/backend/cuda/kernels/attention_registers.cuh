@@ -9,11 +9,18 @@
 // A row's values are spread over the four lanes of its quad (lanes 4g..4g+3),
 // so row-wise reductions take two shuffles.
 //
-// bf16 (RegisterTiles<bf16>): tensor cores. The warp's Q rows are loaded once
-// into A fragments; K and V tiles are read with ldmatrix (V transposed); the
-// probabilities P go from the score registers straight into the A fragments
-// of P·V (the accumulator layout of two adjacent 8-key slices is the A layout
-// of one 16-key step), never through shared memory.
+// The products:
+//   scores / nt:    s = A Bᵀ, A 16 rows x DHP (the forward's Q rows held in
+//                   registers, or rows of a shared tile), B 64 rows x DHP;
+//   accumulate_pv:  o += P V, P in the score layout (16 x 64), V a 64-row
+//                   shared tile (the backward's Pᵀ dO and dSᵀ Q alike);
+//   accumulate_tn:  o += Aᵀ B over a slice of columns, A a shared [64][lda]
+//                   array read transposed (the backward's dS K from dSᵀ).
+// bf16 (RegisterTiles<bf16>): tensor cores. Tiles are read with ldmatrix
+// (transposed where the product needs it); P goes from the score registers
+// straight into the A fragments of P·V (the accumulator layout of two
+// adjacent 8-key slices is the A layout of one 16-key step), never through
+// shared memory.
 // fp32 (RegisterTiles<float>, for checking): the same layout computed on the
 // CUDA cores from the shared tiles, with P passed through a per-warp shared
 // scratch.
@@ -72,8 +79,9 @@ struct RegisterTiles<__nv_bfloat16, DHP, true> {
   }
 
   // o += P V, P in the score layout (rounded to bf16 here), V a shared tile.
-  __device__ void accumulate_pv(float (&o)[DHP / 8][4], const float (&p)[kScoreSlices][4],
-                                const T* v_tile, float*) const {
+  __device__ static void accumulate_pv(float (&o)[DHP / 8][4],
+                                       const float (&p)[kScoreSlices][4], const T* v_tile,
+                                       float*) {
     WIOLA_UNROLL
     for (int kk = 0; kk < kScoreSlices / 2; ++kk) {
       const std::uint32_t a[4] = {mma::pack_bf16(p[2 * kk][0], p[2 * kk][1]),
@@ -91,6 +99,48 @@ struct RegisterTiles<__nv_bfloat16, DHP, true> {
       }
     }
   }
+
+  // s = A Bᵀ: A the 16 rows of a shared tile from `a_rows` on (fragments
+  // read as they are used), B a 64-row shared tile.
+  __device__ static void nt(float (&s)[kScoreSlices][4], const T* a_rows, const T* b_tile) {
+    WIOLA_UNROLL
+    for (int j = 0; j < kScoreSlices; ++j)
+      for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
+    WIOLA_UNROLL
+    for (int ks = 0; ks < DHP / 16; ++ks) {
+      std::uint32_t af[4];
+      mma::ldmatrix_x4(af, quad_row(a_rows, 0, 16 * ks, true));
+      WIOLA_UNROLL
+      for (int jj = 0; jj < kScoreSlices / 2; ++jj) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4(b, quad_row(b_tile, 16 * jj, 16 * ks, false));
+        mma::mma_bf16(s[2 * jj], af, b[0], b[1]);
+        mma::mma_bf16(s[2 * jj + 1], af, b[2], b[3]);
+      }
+    }
+  }
+
+  // o += Aᵀ B over COLS columns from c0: A a shared [64][lda] array read
+  // transposed (row r of Aᵀ is column m0 + r of A), B a 64-row shared tile.
+  template <int COLS>
+  __device__ static void accumulate_tn(float (&o)[COLS / 8][4], const T* a, int lda, int m0,
+                                       const T* b_tile, int c0) {
+    const int lane = threadIdx.x % 32, m = lane / 8, i = lane % 8;
+    WIOLA_UNROLL
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      // Matrix m: rows (m % 2) * 8 of Aᵀ (columns of A), its columns (A's
+      // rows) (m / 2) * 8 on: transposed, the A fragments.
+      std::uint32_t af[4];
+      mma::ldmatrix_x4_trans(af, a + (16 * kk + (m / 2) * 8 + i) * lda + m0 + (m % 2) * 8);
+      WIOLA_UNROLL
+      for (int dd = 0; dd < COLS / 16; ++dd) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4_trans(b, quad_row(b_tile, 16 * kk, c0 + 16 * dd, true));
+        mma::mma_bf16(o[2 * dd], af, b[0], b[1]);
+        mma::mma_bf16(o[2 * dd + 1], af, b[2], b[3]);
+      }
+    }
+  }
 };
 
 template <int DHP>
@@ -102,20 +152,39 @@ struct RegisterTiles<float, DHP, false> {
   __device__ void load_q(const float* q_rows) { q = q_rows; }
 
   __device__ void scores(float (&s)[kScoreSlices][4], const float* k_tile, float*) const {
+    nt(s, q, k_tile);
+  }
+
+  __device__ static void nt(float (&s)[kScoreSlices][4], const float* a_rows,
+                            const float* b_tile) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     for (int j = 0; j < kScoreSlices; ++j)
       for (int e = 0; e < 4; ++e) {
-        const float* qr = q + (g + 8 * (e / 2)) * kLd;
-        const float* kr = k_tile + (8 * j + 2 * t + e % 2) * kLd;
+        const float* ar = a_rows + (g + 8 * (e / 2)) * kLd;
+        const float* br = b_tile + (8 * j + 2 * t + e % 2) * kLd;
         float acc = 0.0f;
-        for (int d = 0; d < DHP; ++d) acc += qr[d] * kr[d];
+        for (int d = 0; d < DHP; ++d) acc += ar[d] * br[d];
         s[j][e] = acc;
       }
   }
 
+  template <int COLS>
+  __device__ static void accumulate_tn(float (&o)[COLS / 8][4], const float* a, int lda, int m0,
+                                       const float* b_tile, int c0) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int n = 0; n < COLS / 8; ++n)
+      for (int e = 0; e < 4; ++e) {
+        const int row = m0 + g + 8 * (e / 2), col = c0 + 8 * n + 2 * t + e % 2;
+        float acc = o[n][e];
+        for (int k = 0; k < kBK; ++k) acc += a[k * lda + row] * b_tile[k * kLd + col];
+        o[n][e] = acc;
+      }
+  }
+
   // `scratch`: the warp's shared fp32 [16][kLdp].
-  __device__ void accumulate_pv(float (&o)[DHP / 8][4], const float (&p)[kScoreSlices][4],
-                                const float* v_tile, float* scratch) const {
+  __device__ static void accumulate_pv(float (&o)[DHP / 8][4],
+                                       const float (&p)[kScoreSlices][4], const float* v_tile,
+                                       float* scratch) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     for (int j = 0; j < kScoreSlices; ++j)
       for (int e = 0; e < 4; ++e)
