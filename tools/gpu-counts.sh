@@ -17,11 +17,11 @@
 #     --json FILE  also count (2B, T) and (B, 2T) and write all three shapes'
 #                  counts, part by part, to FILE: the input of
 #                  wiola-profile --project's times.counts (docs/profiling.md).
-#                  --seq must be a multiple of 64 (the attention tile)
-#                  there; without --seq it is 64.
+#                  --seq must be a multiple of 128 (the attention
+#                  forward's query tile) there; without --seq it is 128.
 # The launches depend on the widths and the layer kind, not on the sequence
 # length, so the default short sequence gives a full micro-batch's (the
-# 1.5b widths take about a minute on 2 cores; with --json at --seq 64, 2.5).
+# 1.5b widths take about a minute on 2 cores; with --json at --seq 128, ~4).
 # Bytes and FLOPs grow with the tokens: --json's shapes give their growth.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,10 +37,10 @@ while [ $# -gt 0 ]; do
 done
 counts=$build/tests/cuda/wiola_cuda_counts
 [ -x "$counts" ] || { echo "gpu-counts: no $counts: build the project first (or pass --build)" >&2; exit 1; }
-# Without --seq: 16 tokens, or with --json 64 (a projection needs whole tiles).
+# Without --seq: 16 tokens, or with --json 128 (a projection needs whole tiles).
 case " ${args[*]-} " in
   *" --seq "*) ;;
-  *" --json "*) args+=(--seq 64) ;;
+  *" --json "*) args+=(--seq 128) ;;
   *) args+=(--seq 16) ;;
 esac
 exec env OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$counts" "${args[@]}"

@@ -63,7 +63,7 @@ TEST(CountedWork, TheFitIsExactForFixedLinearAndQuadraticParts) {
   const Law law = [](int b, int t) {
     return 1000.0 + b * (37.0 * t + 4096.0 * (double(t) * (t + 64)) / (2 * 64 * 64));
   };
-  const std::string path = write_counts("exact", counts_document(m, law, {1, 2, 1}, {64, 64, 128}));
+  const std::string path = write_counts("exact", counts_document(m, law, {1, 2, 1}, {128, 128, 256}));
   const CountedWork w = read_counted_work(path, m, 8, 2048);
   EXPECT_EQ(w.micro_batch, 8);
   EXPECT_EQ(w.seq, 2048);
@@ -114,7 +114,7 @@ TEST(CountedWork, CountersGiveTheWorkOfAStep) {
 TEST(CountedWork, AtmLayersGetTheAtmPartsTimes) {
   const ModelConfig m = small_model();  // L = 6: ATM in layers [2, 4)
   const Law law = [](int b, int t) { return double(b) * t; };
-  const std::string path = write_counts("layers", counts_document(m, law, {1, 2, 1}, {64, 64, 128}));
+  const std::string path = write_counts("layers", counts_document(m, law, {1, 2, 1}, {128, 128, 256}));
   const CountedWork w = read_counted_work(path, m, 1, 128);
   const LayerTimes t = counted_layer_times(w, m, Ceilings{1, 1, 1, 0, "test"});
   ASSERT_EQ(int(t.layers.size()), m.L);
@@ -141,23 +141,23 @@ TEST(CountedWork, RefusesAFileOfOtherWidthsShapesOrTiles) {
   };
   ModelConfig wider = m;
   wider.d = 2 * m.d;
-  refuses("widths", counts_document(wider, law, {1, 2, 1}, {64, 64, 128}),
+  refuses("widths", counts_document(wider, law, {1, 2, 1}, {128, 128, 256}),
           "counted other widths than the target's (d 256 vs 128");
-  refuses("shapes", counts_document(m, law, {1, 2, 2}, {64, 64, 128}),
+  refuses("shapes", counts_document(m, law, {1, 2, 2}, {128, 128, 256}),
           "the shapes must be (B, T), (2B, T) and (B, 2T)");
-  refuses("tiles", counts_document(m, law, {1, 2, 1}, {32, 32, 64}),
-          "not a multiple of the 64-row attention tile");
-  Json missing = counts_document(m, law, {1, 2, 1}, {64, 64, 128});
+  refuses("tiles", counts_document(m, law, {1, 2, 1}, {64, 64, 128}),
+          "not a multiple of 128 (the attention forward's 128-row query tile)");
+  Json missing = counts_document(m, law, {1, 2, 1}, {128, 128, 256});
   missing["shapes"][1]["plain_layer"]["backward"].erase("gemm_flops");
   refuses("missing", missing, "shape 2, plain_layer.backward: 'gemm_flops' is missing");
-  Json other = counts_document(m, law, {1, 2, 1}, {64, 64, 128});
+  Json other = counts_document(m, law, {1, 2, 1}, {128, 128, 256});
   other["format"] = "something-else";
   refuses("format", other, "not a counts file");
   // A layer count of its own is fine: the counts are per layer.
   ModelConfig deeper = m;
   deeper.L = 2;
   EXPECT_NO_THROW(read_counted_work(write_counts("depth", counts_document(deeper, law, {1, 2, 1},
-                                                                           {64, 64, 128})),
+                                                                           {128, 128, 256})),
                                     m, 1, 128));
 }
 
@@ -165,7 +165,7 @@ TEST(CountedWork, AProjectionNeedsEveryCeiling) {
   const ModelConfig m = small_model();
   const Law law = [](int b, int t) { return double(b) * t; };
   const std::string counts =
-      write_counts("spec", counts_document(m, law, {1, 2, 1}, {64, 64, 128}));
+      write_counts("spec", counts_document(m, law, {1, 2, 1}, {128, 128, 256}));
   const std::string spec = std::filesystem::temp_directory_path() / "wiola-counts-spec.ini";
   write_text_file(spec, "[model]\npreset = wiola-small\n[run]\nmicro_batch = 2\n"
                         "[times]\ncounts = " + counts + "\n[ceilings]\ngemm_tflops = 500\n"

@@ -72,9 +72,9 @@ CountedWork fit_counts(const Json& j, const std::string& path, const ModelConfig
               t[2] == 2 * t[0],
           path, ": the shapes must be (B, T), (2B, T) and (B, 2T); they are (", b[0], ", ", t[0],
           "), (", b[1], ", ", t[1], "), (", b[2], ", ", t[2], ")");
-  require(t[0] % 64 == 0, path, ": counted at ", t[0], " tokens a sequence, not a multiple of "
-          "the 64-row attention tile, so the tiles' work does not fit t and t²; count again with "
-          "--seq 64");
+  require(t[0] % 128 == 0, path, ": counted at ", t[0], " tokens a sequence, not a multiple of "
+          "128 (the attention forward's 128-row query tile), so the tiles' work does not fit t "
+          "and t²; count again with --seq 128");
 
   CountedWork w;
   w.file = path;

@@ -285,10 +285,10 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
   // rows (attention_registers.cuh); its columns are query rows of the tile.
   const int g4 = lane / 4, t4 = lane % 4;
   const int key[2] = {k0 + warp * 16 + g4, k0 + warp * 16 + g4 + 8};
-  float dk[DHP / 8][4], dv[DHP / 8][4];
+  float dk[1][DHP / 8][4], dv[1][DHP / 8][4];  // one block of 16 rows a warp
   WIOLA_UNROLL
   for (int n = 0; n < DHP / 8; ++n)
-    for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.0f;
+    for (int e = 0; e < 4; ++e) dk[0][n][e] = dv[0][n][e] = 0.0f;
 
   for (int qt = 0; qt < n_qtiles; ++qt) {
     const int* st = w.qstats + (std::int64_t(b) * n_qtiles + qt) * 3;
@@ -333,14 +333,14 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
       __syncthreads();
 
       // P, then dV += Pᵀ dO before dPᵀ is formed: fewer registers live at once.
-      float p[kScoreSlices][4], ds[kScoreSlices][4];
+      float p[1][kScoreSlices][4], ds[1][kScoreSlices][4];
       RT::nt(p, ks + warp * 16 * L::kLdt, qs);  // Sᵀ
       WIOLA_UNROLL
       for (int j = 0; j < kScoreSlices; ++j)
         for (int e = 0; e < 4; ++e) {
           const int c = 8 * j + 2 * t4 + e % 2, kr = key[e / 2];
           const bool vis = kr < pre[c] || kr == ext[c];
-          p[j][e] = vis ? expf(p[j][e] * a.scale - lse[c]) : 0.0f;
+          p[0][j][e] = vis ? expf(p[0][j][e] * a.scale - lse[c]) : 0.0f;
         }
       RT::accumulate_pv(dv, p, dos, scratch);     // dV += Pᵀ dO
       RT::nt(ds, vs + warp * 16 * L::kLdt, dos);  // dPᵀ / (1 − β)
@@ -349,8 +349,9 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
         for (int e = 0; e < 4; ++e) {
           // P is 0 where the key is not seen: dS is then 0, selected, never a product.
           const int c = 8 * j + 2 * t4 + e % 2;
-          ds[j][e] = p[j][e] != 0.0f ? p[j][e] * ((1.0f - beta) * ds[j][e] - dd[c]) : 0.0f;
-          dst[(warp * 16 + g4 + 8 * (e / 2)) * L::kLdd + c] = from_float<T>(ds[j][e]);
+          const float pe = p[0][j][e];
+          ds[0][j][e] = pe != 0.0f ? pe * ((1.0f - beta) * ds[0][j][e] - dd[c]) : 0.0f;
+          dst[(warp * 16 + g4 + 8 * (e / 2)) * L::kLdd + c] = from_float<T>(ds[0][j][e]);
         }
       RT::accumulate_pv(dk, ds, qs, scratch);  // dK += dSᵀ Q
       __syncthreads();  // every warp's rows of dSᵀ
@@ -392,14 +393,14 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
         stage[(g4 + 8 * (e / 2)) * L::kLde + 8 * n + 2 * t4 + e % 2] = scale * acc[n][e];
     __syncwarp();
   };
-  stage_acc(dv, 1.0f - beta);
+  stage_acc(dv[0], 1.0f - beta);
   for (int e = lane; e < rows * dh; e += 32) {
     const int rr = e / dh, d = e % dh;
     const std::int64_t j = row0 + k0 + warp * 16 + rr;
     w.dv[j * w.lddv + g * dh + d] = from_float<T>(stage[rr * L::kLde + d]);
   }
   __syncwarp();
-  stage_acc(dk, a.scale);
+  stage_acc(dk[0], a.scale);
   const std::int64_t j0 = row0 + k0 + warp * 16;
   write_rotated_back(stage, L::kLde, rows, dh, w.dk + j0 * w.lddk + g * dh, w.lddk, w.rot,
                      w.rot.kv, j0);

@@ -22,6 +22,7 @@
 // and largest extra key. Index values come from the host-side plan builders
 // and are not validated on the device; the kernels clamp them so that a bad
 // value never reads outside a tensor.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -105,15 +106,18 @@ void with_padded_head_dim(int dh, F&& f) {
 constexpr std::size_t align128(std::size_t x) { return (x + 127) / 128 * 128; }
 
 // Host: counts the FLOPs of the tile products a kernel runs
-// (device_counters.hpp): `products` products of 64 x 64 x DHP for each
-// (query tile, key tile) pair of a head that a causal mask leaves, the tiles
-// at or below the diagonal. A block under an ATM plan may skip some of them,
-// so there the count is an upper bound.
-template <int DHP>
+// (device_counters.hpp): `products` products of QROWS x 64 x DHP for each
+// (query tile of QROWS rows, 64-key tile) pair of a head that a causal mask
+// leaves: query tile i visits the key tiles below its last row. A block
+// under an ATM plan may skip some of them, so there the count is an upper
+// bound.
+template <int DHP, int QROWS = kBQ>
 void count_tile_products(int batch, int heads, int seq, int products) {
-  const std::int64_t tiles = (seq + kBQ - 1) / kBQ, pairs = tiles * (tiles + 1) / 2;
+  std::int64_t pairs = 0;
+  for (std::int64_t q0 = 0; q0 < seq; q0 += QROWS)
+    pairs += (std::min<std::int64_t>(q0 + QROWS, seq) + kBK - 1) / kBK;
   count_device_event(DeviceEvent::AttentionFlops, std::int64_t(batch) * heads * pairs * products *
-                                                      2 * std::int64_t(kBQ) * kBK * DHP);
+                                                      2 * std::int64_t(QROWS) * kBK * DHP);
 }
 
 // Host: raises a kernel's dynamic shared memory limit above the default 48 KiB.
@@ -292,13 +296,13 @@ __device__ void rotate_tile(T* tile, int rows, int dh, const RotaryTables& tab,
   rotate_rows(tile, DHP + 8, tile, DHP + 8, rows, dh, tab, first, keep);
 }
 
-// Loads the visibility index of query rows [q0, q0 + kBQ) of sequence b into
-// shared pre[kBQ], ext[kBQ]: prefix 0 and extra -1 for padding rows, extra -1
+// Loads the visibility index of query rows [q0, q0 + ROWS) of sequence b into
+// shared pre[ROWS], ext[ROWS]: prefix 0 and extra -1 for padding rows, extra -1
 // when it lies inside the prefix (it is seen once either way) or outside the
 // sequence. stat[0] = largest prefix, stat[1] / stat[2] = smallest / largest
 // extra key (kIntMax / -1 when none). Every thread of the block takes part;
 // ends with __syncthreads.
-template <class T>
+template <int ROWS = kBQ, class T>
 __device__ void load_query_index(const Args<T>& a, int b, int q0, int* pre, int* ext, int* stat) {
   if (threadIdx.x == 0) {
     stat[0] = 0;
@@ -307,7 +311,7 @@ __device__ void load_query_index(const Args<T>& a, int b, int q0, int* pre, int*
   }
   __syncthreads();
   const int nq = valid_queries(a, b);
-  for (int r = threadIdx.x; r < kBQ; r += blockDim.x) {
+  for (int r = threadIdx.x; r < ROWS; r += blockDim.x) {
     const int t = q0 + r;
     int p = 0, e = -1;
     if (t < nq) {
@@ -348,14 +352,15 @@ __device__ __forceinline__ bool visits(const int* stat, int kb) {
   return stat[0] > kb * kBK || (stat[2] >= 0 && stat[1] < (kb + 1) * kBK && stat[2] >= kb * kBK);
 }
 
-// used[j] = 1 when some query of the tile sees key k0 + j. Keys nobody sees
-// are loaded as zero where a product would multiply them by a zero weight
-// (0 · Inf would poison the sum). Ends with __syncthreads.
+// used[j] = 1 when some query of the tile (ROWS rows) sees key k0 + j. Keys
+// nobody sees are loaded as zero where a product would multiply them by a
+// zero weight (0 · Inf would poison the sum). Ends with __syncthreads.
+template <int ROWS = kBQ>
 __device__ __forceinline__ void mark_used_keys(int k0, const int* stat, const int* ext,
                                                unsigned char* used) {
   for (int j = threadIdx.x; j < kBK; j += blockDim.x) used[j] = k0 + j < stat[0] ? 1 : 0;
   __syncthreads();
-  for (int r = threadIdx.x; r < kBQ; r += blockDim.x) {
+  for (int r = threadIdx.x; r < ROWS; r += blockDim.x) {
     const int e = ext[r];
     if (e >= k0 && e < k0 + kBK) used[e - k0] = 1;
   }

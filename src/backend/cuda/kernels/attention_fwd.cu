@@ -67,24 +67,34 @@ struct FwdOut {
   std::int64_t ldqr;
 };
 
+// A warp's query rows: kRowBlocks blocks of 16; the block's query tile.
+constexpr int kRowBlocks = 2;
+constexpr int kWarpRows = 16 * kRowBlocks;
+constexpr int kFwdRows = kWarps * kWarpRows;  // 128
+
 // Shared memory of the forward kernel, in bytes from the start.
 template <class T, int DHP>
 struct FwdSmem {
   static constexpr int kLdt = DHP + 8;                      // Q, K, V tiles (T)
-  static constexpr int kLds = (DHP > kBK ? DHP : kBK) + 4;  // per-warp fp32 [16][kLds]
+  static constexpr int kLds = (DHP > kBK ? DHP : kBK) + 4;  // epilogue rows (fp32)
+  static constexpr int kLdp = kBK + 4;                      // fp32 products' P scratch
   static constexpr std::size_t tile = sizeof(T) * kBK * kLdt;
   static constexpr std::size_t q = 0;
-  static constexpr std::size_t kv = align128(q + sizeof(T) * kBQ * kLdt);  // K0 V0 K1 V1
+  static constexpr std::size_t kv = align128(q + sizeof(T) * kFwdRows * kLdt);  // K0 V0 K1 V1
   static constexpr std::size_t kv_end = kv + 4 * tile;
-  // Per warp, fp32 [16][kLds]: the fp32 products' P during the loop, then
-  // every warp's O in the epilogue. In bf16 (P stays in registers) it
-  // overlays the K and V buffers, free by the epilogue.
-  static constexpr std::size_t s = kTensorCores<T> ? kv : align128(kv_end);
-  static constexpr std::size_t s_end = s + sizeof(float) * kWarps * 16 * kLds;
-  static constexpr std::size_t ml = align128(kv_end > s_end ? kv_end : s_end);  // m, l per row
-  static constexpr std::size_t pre = ml + sizeof(float) * 2 * kBQ;
-  static constexpr std::size_t ext = pre + sizeof(int) * kBQ;
-  static constexpr std::size_t stat = ext + sizeof(int) * kBQ;
+  // Per warp, fp32 [kWarpRows][kLds]: every warp's O in the epilogue, over
+  // the K and V buffers (free by then) as far as they reach.
+  static constexpr std::size_t s = kv;
+  static constexpr std::size_t s_end = s + sizeof(float) * kWarps * kWarpRows * kLds;
+  // Per warp, fp32 [16][kLdp]: P of the fp32 products (none in bf16, where P
+  // stays in registers).
+  static constexpr std::size_t p = align128(kv_end > s_end ? kv_end : s_end);
+  static constexpr std::size_t p_end =
+      p + (kTensorCores<T> ? 0 : sizeof(float) * kWarps * 16 * kLdp);
+  static constexpr std::size_t ml = align128(p_end);  // m, l per row
+  static constexpr std::size_t pre = ml + sizeof(float) * 2 * kFwdRows;
+  static constexpr std::size_t ext = pre + sizeof(int) * kFwdRows;
+  static constexpr std::size_t stat = ext + sizeof(int) * kFwdRows;
   static constexpr std::size_t used = stat + sizeof(int) * 4;
   static constexpr std::size_t bytes = align128(used + 2 * kBK);
 };
@@ -93,33 +103,36 @@ template <class T, int DHP>
 __global__ void __launch_bounds__(kTileThreads)
     attention_fwd_kernel(Args<T> a, FwdOut<T> out) {
   using L = FwdSmem<T, DHP>;
+  using RT = RegisterTiles<T, DHP>;
   WIOLA_DYNAMIC_SHARED(unsigned char, smem);
   T* qs = reinterpret_cast<T*>(smem + L::q);
   const auto k_buf = [&](int i) { return reinterpret_cast<T*>(smem + L::kv + 2 * i * L::tile); };
   const auto v_buf = [&](int i) { return k_buf(i) + L::tile / sizeof(T); };
   float* m_row = reinterpret_cast<float*>(smem + L::ml);
-  float* l_row = m_row + kBQ;
+  float* l_row = m_row + kFwdRows;
   int* pre = reinterpret_cast<int*>(smem + L::pre);
   int* ext = reinterpret_cast<int*>(smem + L::ext);
   int* stat = reinterpret_cast<int*>(smem + L::stat);
   unsigned char* used2 = smem + L::used;  // two sets of flags
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* sw = reinterpret_cast<float*>(smem + L::s) + warp * 16 * L::kLds;
+  float* sw = reinterpret_cast<float*>(smem + L::s) + warp * kWarpRows * L::kLds;
+  float* pw = reinterpret_cast<float*>(smem + L::p) + warp * 16 * L::kLdp;
 
   const int qt = int(gridDim.x) - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
   const int g = h % a.kv_heads, dh = a.head_dim, S = a.seq;
-  const int q0 = qt * kBQ;
+  const int q0 = qt * kFwdRows;
   const int nq = valid_queries(a, b);
   const std::int64_t row0 = std::int64_t(b) * S;  // first row of the sequence
   const float beta = attention_beta(a);
 
-  load_query_index(a, b, q0, pre, ext, stat);
+  load_query_index<kFwdRows>(a, b, q0, pre, ext, stat);
   if (out.rot.on) {
     // The block's Q rows, every one in the sequence as srpe_fwd does, rotated
     // in place before they are staged (no other block reads them).
-    rotate_rows(a.q + (row0 + q0) * a.ldq + h * dh, a.ldq, out.q_rot + (row0 + q0) * out.ldqr + h * dh,
-                out.ldqr, clampi(S - q0, 0, kBQ), dh, out.rot.q, row0 + q0, nullptr);
+    rotate_rows(a.q + (row0 + q0) * a.ldq + h * dh, a.ldq,
+                out.q_rot + (row0 + q0) * out.ldqr + h * dh, out.ldqr,
+                clampi(S - q0, 0, kFwdRows), dh, out.rot.q, row0 + q0, nullptr);
     __syncthreads();  // the rotated rows are what the block stages next
   }
   const KeyTiles tiles = key_tiles(stat);
@@ -130,32 +143,37 @@ __global__ void __launch_bounds__(kTileThreads)
   const auto fetch = [&](int it) {
     const int k0 = tiles.tile(it) * kBK, krows = clampi(S - k0, 0, kBK);
     unsigned char* used = used2 + (it % 2) * kBK;
-    mark_used_keys(k0, stat, ext, used);
+    mark_used_keys<kFwdRows>(k0, stat, ext, used);
     load_tile_async<T, DHP, kBK>(k_buf(it % 2), a.k + (row0 + k0) * a.ldk + g * dh, a.ldk, krows,
                                  dh, a.vec, nullptr);
     load_tile_async<T, DHP, kBK>(v_buf(it % 2), a.v + (row0 + k0) * a.ldv + g * dh, a.ldv, krows,
                                  dh, a.vec, used);
   };
   // Q lands with the first key tile.
-  load_tile_async<T, DHP, kBQ>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq,
-                               clampi(nq - q0, 0, kBQ), dh, a.vec, nullptr);
+  load_tile_async<T, DHP, kFwdRows>(qs, a.q + (row0 + q0) * a.ldq + h * dh, a.ldq,
+                                    clampi(nq - q0, 0, kFwdRows), dh, a.vec, nullptr);
   if (tiles.n > 0) fetch(0);
   mma::cp_async_commit();
 
-  // Lane (g4, t4) holds rows r[0] = g4 and r[1] = g4 + 8 of the warp's 16
-  // (attention_registers.cuh).
+  // Lane (g4, t4) holds rows 16r + g4 + 8i (r < kRowBlocks, i < 2) of the
+  // warp's kWarpRows (attention_registers.cuh).
   const int g4 = lane / 4, t4 = lane % 4;
-  int my_pre[2], my_ext[2];
-  for (int i = 0; i < 2; ++i) {
-    my_pre[i] = pre[warp * 16 + g4 + 8 * i];
-    my_ext[i] = ext[warp * 16 + g4 + 8 * i];
-  }
-  float m_used[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  float o[DHP / 8][4];
+  const T* q_warp = qs + warp * kWarpRows * L::kLdt;
+  int my_pre[kRowBlocks][2], my_ext[kRowBlocks][2];
+  float m_used[kRowBlocks][2], l[kRowBlocks][2];
+  for (int r = 0; r < kRowBlocks; ++r)
+    for (int i = 0; i < 2; ++i) {
+      const int row = warp * kWarpRows + 16 * r + g4 + 8 * i;
+      my_pre[r][i] = pre[row];
+      my_ext[r][i] = ext[row];
+      m_used[r][i] = -INFINITY;
+      l[r][i] = 0.0f;
+    }
+  float o[kRowBlocks][DHP / 8][4];
   WIOLA_UNROLL
-  for (int n = 0; n < DHP / 8; ++n)
-    for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
-  RegisterTiles<T, DHP> rt;
+  for (int r = 0; r < kRowBlocks; ++r)
+    for (int n = 0; n < DHP / 8; ++n)
+      for (int e = 0; e < 4; ++e) o[r][n][e] = 0.0f;
 
   for (int it = 0; it < tiles.n; ++it) {
     const int k0 = tiles.tile(it) * kBK;
@@ -172,87 +190,95 @@ __global__ void __launch_bounds__(kTileThreads)
       rotate_tile<T, DHP>(ks, clampi(S - k0, 0, kBK), dh, out.rot.kv, row0 + k0, nullptr);
       __syncthreads();
     }
-    if (it == 0) rt.load_q(qs + warp * 16 * L::kLdt);
 
-    float s[kScoreSlices][4];
-    rt.scores(s, ks, sw);
-    float mx[2] = {-INFINITY, -INFINITY};
+    float s[kRowBlocks][kScoreSlices][4];
+    RT::nt(s, q_warp, ks);
     WIOLA_UNROLL
-    for (int j = 0; j < kScoreSlices; ++j)
-      for (int e = 0; e < 4; ++e) {
-        const int i = e / 2, key = k0 + 8 * j + 2 * t4 + e % 2;
-        const bool vis = key < my_pre[i] || key == my_ext[i];
-        s[j][e] = vis ? s[j][e] * a.scale : -INFINITY;
-        mx[i] = fmaxf(mx[i], s[j][e]);
+    for (int r = 0; r < kRowBlocks; ++r) {
+      float mx[2] = {-INFINITY, -INFINITY};
+      WIOLA_UNROLL
+      for (int j = 0; j < kScoreSlices; ++j)
+        for (int e = 0; e < 4; ++e) {
+          const int i = e / 2, key = k0 + 8 * j + 2 * t4 + e % 2;
+          const bool vis = key < my_pre[r][i] || key == my_ext[r][i];
+          s[r][j][e] = vis ? s[r][j][e] * a.scale : -INFINITY;
+          mx[i] = fmaxf(mx[i], s[r][j][e]);
+        }
+      float al[2], sum[2] = {0.0f, 0.0f};
+      for (int i = 0; i < 2; ++i) {
+        mx[i] = quad_max(mx[i]);
+        // A row with no visible key in this tile keeps its max (and α = 1).
+        const bool up = mx[i] > m_used[r][i];
+        al[i] = up ? expf(m_used[r][i] - mx[i]) : 1.0f;  // 0 on the first visible tile
+        if (up) m_used[r][i] = mx[i];
       }
-    float al[2], sum[2] = {0.0f, 0.0f};
-    for (int i = 0; i < 2; ++i) {
-      mx[i] = quad_max(mx[i]);
-      // A row with no visible key in this tile keeps its max (and α = 1).
-      const bool up = mx[i] > m_used[i];
-      al[i] = up ? expf(m_used[i] - mx[i]) : 1.0f;  // 0 on the first visible tile
-      if (up) m_used[i] = mx[i];
+      WIOLA_UNROLL
+      for (int j = 0; j < kScoreSlices; ++j)
+        for (int e = 0; e < 4; ++e) {
+          const int i = e / 2;
+          s[r][j][e] = s[r][j][e] == -INFINITY ? 0.0f : expf(s[r][j][e] - m_used[r][i]);
+          sum[i] += s[r][j][e];  // of the fp32 weights: lse_self is the exact log-sum-exp
+        }
+      for (int i = 0; i < 2; ++i) l[r][i] = l[r][i] * al[i] + quad_sum(sum[i]);
+      WIOLA_UNROLL
+      for (int n = 0; n < DHP / 8; ++n)
+        for (int e = 0; e < 4; ++e) o[r][n][e] *= al[e / 2];
     }
-    WIOLA_UNROLL
-    for (int j = 0; j < kScoreSlices; ++j)
-      for (int e = 0; e < 4; ++e) {
-        const int i = e / 2;
-        s[j][e] = s[j][e] == -INFINITY ? 0.0f : expf(s[j][e] - m_used[i]);
-        sum[i] += s[j][e];  // of the fp32 weights: lse_self is the exact log-sum-exp
-      }
-    for (int i = 0; i < 2; ++i) l[i] = l[i] * al[i] + quad_sum(sum[i]);
-    WIOLA_UNROLL
-    for (int n = 0; n < DHP / 8; ++n)
-      for (int e = 0; e < 4; ++e) o[n][e] *= al[e / 2];
-    rt.accumulate_pv(o, s, v_buf(it % 2), sw);
+    RT::accumulate_pv(o, s, v_buf(it % 2), pw);
   }
 
-  // Epilogue: O -> shared (over the K and V buffers in bf16, once every warp
-  // is done with them; the wait covers Q when no key tile was visited), then
-  // lane pair (2r, 2r + 1) finishes row r.
+  // Epilogue: O -> shared (over the K and V buffers, once every warp is done
+  // with them; the wait covers Q when no key tile was visited), then lane
+  // pair (2r, 2r + 1) finishes rows r and r + 16 of the warp's.
   mma::cp_async_wait<0>();
   __syncthreads();
   WIOLA_UNROLL
-  for (int n = 0; n < DHP / 8; ++n)
-    for (int e = 0; e < 4; ++e) sw[(g4 + 8 * (e / 2)) * L::kLds + 8 * n + 2 * t4 + e % 2] = o[n][e];
+  for (int r = 0; r < kRowBlocks; ++r)
+    for (int n = 0; n < DHP / 8; ++n)
+      for (int e = 0; e < 4; ++e)
+        sw[(16 * r + g4 + 8 * (e / 2)) * L::kLds + 8 * n + 2 * t4 + e % 2] = o[r][n][e];
   if (t4 == 0)
-    for (int i = 0; i < 2; ++i) {
-      m_row[warp * 16 + g4 + 8 * i] = m_used[i];
-      l_row[warp * 16 + g4 + 8 * i] = l[i];
-    }
+    for (int r = 0; r < kRowBlocks; ++r)
+      for (int i = 0; i < 2; ++i) {
+        const int row = warp * kWarpRows + 16 * r + g4 + 8 * i;
+        m_row[row] = m_used[r][i];
+        l_row[row] = l[r][i];
+      }
   __syncwarp();
-  const int r = lane / 2, half = lane % 2;
-  const int qrow = warp * 16 + r;
-  const float row_l = l_row[qrow], row_m = m_row[qrow];
-  const int t = q0 + qrow;
-  const bool in_seq = t < S, valid = t < nq;
-  const std::int64_t i = row0 + t;
-  const int crow = valid ? context_row(a, i) : 0;
-  const T* qr = qs + qrow * L::kLdt;
+  const int half = lane % 2;
+  for (int rb = 0; rb < kRowBlocks; ++rb) {
+    const int r = 16 * rb + lane / 2;  // the row of the warp's
+    const int qrow = warp * kWarpRows + r;
+    const float row_l = l_row[qrow], row_m = m_row[qrow];
+    const int t = q0 + qrow;
+    const bool in_seq = t < S, valid = t < nq;
+    const std::int64_t i = row0 + t;
+    const int crow = valid ? context_row(a, i) : 0;
+    const T* qr = qs + qrow * L::kLdt;
 
-  float w[kMaxCtx];
-  float mc = -INFINITY;
-  for (int c = 0; c < kMaxCtx; ++c) {
-    if (c >= a.n_ctx) break;
-    float part = 0.0f;
-    if (valid) {
-      const T* kc = a.ctx_k[c] + std::int64_t(crow) * a.ld_ctx_k[c] + g * dh;
-      for (int d = half; d < dh; d += 2) part += to_float(qr[d]) * to_float(kc[d]);
+    float w[kMaxCtx];
+    float mc = -INFINITY;
+    for (int c = 0; c < kMaxCtx; ++c) {
+      if (c >= a.n_ctx) break;
+      float part = 0.0f;
+      if (valid) {
+        const T* kc = a.ctx_k[c] + std::int64_t(crow) * a.ld_ctx_k[c] + g * dh;
+        for (int d = half; d < dh; d += 2) part += to_float(qr[d]) * to_float(kc[d]);
+      }
+      w[c] = pair_sum(part) * a.scale;
+      mc = fmaxf(mc, w[c]);
     }
-    w[c] = pair_sum(part) * a.scale;
-    mc = fmaxf(mc, w[c]);
-  }
-  float lc = 0.0f;
-  for (int c = 0; c < kMaxCtx; ++c) {
-    if (c >= a.n_ctx) break;
-    w[c] = expf(w[c] - mc);
-    lc += w[c];
-  }
-  // Without context (n_ctx = 0) lc is 0, O_ctx and lse_ctx are not written and
-  // O = O_self exactly (β = 0).
-  const bool ctx = a.n_ctx > 0;
-  const float inv_l = row_l > 0.0f ? 1.0f / row_l : 0.0f, inv_lc = ctx ? 1.0f / lc : 0.0f;
-  if (in_seq) {
+    float lc = 0.0f;
+    for (int c = 0; c < kMaxCtx; ++c) {
+      if (c >= a.n_ctx) break;
+      w[c] = expf(w[c] - mc);
+      lc += w[c];
+    }
+    // Without context (n_ctx = 0) lc is 0, O_ctx and lse_ctx are not written
+    // and O = O_self exactly (β = 0).
+    const bool ctx = a.n_ctx > 0;
+    const float inv_l = row_l > 0.0f ? 1.0f / row_l : 0.0f, inv_lc = ctx ? 1.0f / lc : 0.0f;
+    if (!in_seq) continue;
     T* o_out = out.o + i * out.ldo + h * dh;
     T* os = out.o_self + i * out.ldos + h * dh;
     T* oc = ctx ? out.o_ctx + i * out.ldoc + h * dh : nullptr;
@@ -287,7 +313,8 @@ void launch_fwd(const Args<T>& a, const FwdOut<T>& out, Stream s) {
   using L = FwdSmem<T, DHP>;
   auto* kernel = attention_fwd_kernel<T, DHP>;
   allow_shared(kernel, L::bytes, "attention_fwd_kernel");
-  const dim3 grid(unsigned((a.seq + kBQ - 1) / kBQ), unsigned(a.heads), unsigned(a.batch));
+  const dim3 grid(unsigned((a.seq + kFwdRows - 1) / kFwdRows), unsigned(a.heads),
+                  unsigned(a.batch));
   WIOLA_LAUNCH(kernel, grid, dim3(kTileThreads), L::bytes, static_cast<cudaStream_t>(s))(a, out);
   // Q, K, V, the context rows and the index read; O, O_self, O_ctx and the
   // log-sum-exps written.
@@ -302,7 +329,7 @@ void launch_fwd(const Args<T>& a, const FwdOut<T>& out, Stream s) {
   WIOLA_CHECK_LAUNCH("attention_fwd_kernel", b.q + 2 * b.kv + b.ctx + n * 12 +
                                                  (2 + ctx) * b.q + (1 + ctx) * b.stats + gate +
                                                  rot);
-  count_tile_products<DHP>(a.batch, a.heads, a.seq, 2);  // Q·Kᵀ and P·V
+  count_tile_products<DHP, kFwdRows>(a.batch, a.heads, a.seq, 2);  // Q·Kᵀ and P·V
 }
 
 }  // namespace

@@ -1,18 +1,19 @@
 #pragma once
 // Per-warp attention products with scores, probabilities and the output
 // accumulator in registers, in the accumulator layout of mma.sync m16n8k16
-// (warp_mma.cuh). A warp owns 16 query rows; with g = lane / 4, t = lane % 4
-// a lane holds rows g and g + 8, and of every 8-column slice j the columns
-// 8j + 2t and 8j + 2t + 1:
-//   Scores  s[j][e], j < 8 (64 keys):       row g + 8 (e / 2), key 8j + 2t + e % 2;
-//   Output  o[n][e], n < DHP / 8 (columns): row g + 8 (e / 2), column 8n + 2t + e % 2.
+// (warp_mma.cuh). A warp owns R blocks of 16 rows; with g = lane / 4,
+// t = lane % 4 a lane holds rows g and g + 8 of each block, and of every
+// 8-column slice j the columns 8j + 2t and 8j + 2t + 1:
+//   Scores  s[r][j][e], j < 8 (64 keys):       row 16r + g + 8 (e / 2), key 8j + 2t + e % 2;
+//   Output  o[r][n][e], n < DHP / 8 (columns): row 16r + g + 8 (e / 2), column 8n + 2t + e % 2.
 // A row's values are spread over the four lanes of its quad (lanes 4g..4g+3),
 // so row-wise reductions take two shuffles.
 //
 // The products:
-//   scores / nt:    s = A Bᵀ, A 16 rows x DHP (the forward's Q rows held in
-//                   registers, or rows of a shared tile), B 64 rows x DHP;
-//   accumulate_pv:  o += P V, P in the score layout (16 x 64), V a 64-row
+//   nt:             s = A Bᵀ, A 16R rows x DHP of a shared tile, B 64 rows;
+//                   each B fragment read once for all R blocks (the
+//                   forward's 32 query rows a warp);
+//   accumulate_pv:  o += P V, P in the score layout (16R x 64), V a 64-row
 //                   shared tile (the backward's Pᵀ dO and dSᵀ Q alike);
 //   accumulate_tn:  o += Aᵀ B over a slice of columns, A a shared [64][lda]
 //                   array read transposed (the backward's dS K from dSᵀ).
@@ -41,7 +42,6 @@ template <int DHP>
 struct RegisterTiles<__nv_bfloat16, DHP, true> {
   using T = __nv_bfloat16;
   static constexpr int kLd = DHP + 8;
-  std::uint32_t qf[DHP / 16][4];  // the warp's Q rows, A fragments per 16 columns
 
   // Lane l's row address for ldmatrix_x4 of the 16 x 16 block at (r0, c0):
   // matrix l / 8 at rows r0 + 8 (m % 2) when `rows_first`, else columns.
@@ -52,70 +52,61 @@ struct RegisterTiles<__nv_bfloat16, DHP, true> {
     return tile + (r0 + dr + i) * kLd + c0 + dc;
   }
 
-  // The warp's 16 Q rows (a shared tile's rows) into registers.
-  __device__ void load_q(const T* q_rows) {
+  // s[r] = A_r Bᵀ for R blocks of 16 rows: A_r rows 16r.. of a shared tile
+  // from `a_rows` on, B a 64-row shared tile. Each B fragment serves all R.
+  template <int R>
+  __device__ static void nt(float (&s)[R][kScoreSlices][4], const T* a_rows, const T* b_tile) {
     WIOLA_UNROLL
-    for (int ks = 0; ks < DHP / 16; ++ks)
-      mma::ldmatrix_x4(qf[ks], quad_row(q_rows, 0, 16 * ks, true));
-  }
-
-  // s = Q Kᵀ over the 64 rows of the K tile.
-  __device__ void scores(float (&s)[kScoreSlices][4], const T* k_tile, float*) const {
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < kScoreSlices; ++j)
+        for (int e = 0; e < 4; ++e) s[r][j][e] = 0.0f;
     WIOLA_UNROLL
-    for (int j = 0; j < kScoreSlices; ++j)
-      for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
-    WIOLA_UNROLL
-    for (int jj = 0; jj < kScoreSlices / 2; ++jj) {
+    for (int ks = 0; ks < DHP / 16; ++ks) {
+      std::uint32_t af[R][4];
       WIOLA_UNROLL
-      for (int ks = 0; ks < DHP / 16; ++ks) {
+      for (int r = 0; r < R; ++r) mma::ldmatrix_x4(af[r], quad_row(a_rows, 16 * r, 16 * ks, true));
+      WIOLA_UNROLL
+      for (int jj = 0; jj < kScoreSlices / 2; ++jj) {
         // Keys 16jj.. (+8 in matrices 2, 3), columns 16ks.. (+8 in 1, 3): the
         // B fragments of slices 2jj and 2jj + 1.
         std::uint32_t b[4];
-        mma::ldmatrix_x4(b, quad_row(k_tile, 16 * jj, 16 * ks, false));
-        mma::mma_bf16(s[2 * jj], qf[ks], b[0], b[1]);
-        mma::mma_bf16(s[2 * jj + 1], qf[ks], b[2], b[3]);
+        mma::ldmatrix_x4(b, quad_row(b_tile, 16 * jj, 16 * ks, false));
+        WIOLA_UNROLL
+        for (int r = 0; r < R; ++r) {
+          mma::mma_bf16(s[r][2 * jj], af[r], b[0], b[1]);
+          mma::mma_bf16(s[r][2 * jj + 1], af[r], b[2], b[3]);
+        }
       }
     }
   }
 
-  // o += P V, P in the score layout (rounded to bf16 here), V a shared tile.
-  __device__ static void accumulate_pv(float (&o)[DHP / 8][4],
-                                       const float (&p)[kScoreSlices][4], const T* v_tile,
+  // o[r] += P_r V, P_r in the score layout (rounded to bf16 here), V a
+  // 64-row shared tile. Each V fragment serves all R.
+  template <int R>
+  __device__ static void accumulate_pv(float (&o)[R][DHP / 8][4],
+                                       const float (&p)[R][kScoreSlices][4], const T* v_tile,
                                        float*) {
     WIOLA_UNROLL
     for (int kk = 0; kk < kScoreSlices / 2; ++kk) {
-      const std::uint32_t a[4] = {mma::pack_bf16(p[2 * kk][0], p[2 * kk][1]),
-                                  mma::pack_bf16(p[2 * kk][2], p[2 * kk][3]),
-                                  mma::pack_bf16(p[2 * kk + 1][0], p[2 * kk + 1][1]),
-                                  mma::pack_bf16(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+      std::uint32_t a[R][4];
+      WIOLA_UNROLL
+      for (int r = 0; r < R; ++r) {
+        a[r][0] = mma::pack_bf16(p[r][2 * kk][0], p[r][2 * kk][1]);
+        a[r][1] = mma::pack_bf16(p[r][2 * kk][2], p[r][2 * kk][3]);
+        a[r][2] = mma::pack_bf16(p[r][2 * kk + 1][0], p[r][2 * kk + 1][1]);
+        a[r][3] = mma::pack_bf16(p[r][2 * kk + 1][2], p[r][2 * kk + 1][3]);
+      }
       WIOLA_UNROLL
       for (int dd = 0; dd < DHP / 16; ++dd) {
         // Keys 16kk.. (+8 in matrices 1, 3), columns 16dd.. (+8 in 2, 3),
         // transposed: the B fragments of column slices 2dd and 2dd + 1.
         std::uint32_t b[4];
         mma::ldmatrix_x4_trans(b, quad_row(v_tile, 16 * kk, 16 * dd, true));
-        mma::mma_bf16(o[2 * dd], a, b[0], b[1]);
-        mma::mma_bf16(o[2 * dd + 1], a, b[2], b[3]);
-      }
-    }
-  }
-
-  // s = A Bᵀ: A the 16 rows of a shared tile from `a_rows` on (fragments
-  // read as they are used), B a 64-row shared tile.
-  __device__ static void nt(float (&s)[kScoreSlices][4], const T* a_rows, const T* b_tile) {
-    WIOLA_UNROLL
-    for (int j = 0; j < kScoreSlices; ++j)
-      for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
-    WIOLA_UNROLL
-    for (int ks = 0; ks < DHP / 16; ++ks) {
-      std::uint32_t af[4];
-      mma::ldmatrix_x4(af, quad_row(a_rows, 0, 16 * ks, true));
-      WIOLA_UNROLL
-      for (int jj = 0; jj < kScoreSlices / 2; ++jj) {
-        std::uint32_t b[4];
-        mma::ldmatrix_x4(b, quad_row(b_tile, 16 * jj, 16 * ks, false));
-        mma::mma_bf16(s[2 * jj], af, b[0], b[1]);
-        mma::mma_bf16(s[2 * jj + 1], af, b[2], b[3]);
+        WIOLA_UNROLL
+        for (int r = 0; r < R; ++r) {
+          mma::mma_bf16(o[r][2 * dd], a[r], b[0], b[1]);
+          mma::mma_bf16(o[r][2 * dd + 1], a[r], b[2], b[3]);
+        }
       }
     }
   }
@@ -147,25 +138,43 @@ template <int DHP>
 struct RegisterTiles<float, DHP, false> {
   static constexpr int kLd = DHP + 8;
   static constexpr int kLdp = kBK + 4;  // the P scratch's row stride
-  const float* q = nullptr;
 
-  __device__ void load_q(const float* q_rows) { q = q_rows; }
-
-  __device__ void scores(float (&s)[kScoreSlices][4], const float* k_tile, float*) const {
-    nt(s, q, k_tile);
-  }
-
-  __device__ static void nt(float (&s)[kScoreSlices][4], const float* a_rows,
+  template <int R>
+  __device__ static void nt(float (&s)[R][kScoreSlices][4], const float* a_rows,
                             const float* b_tile) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    for (int j = 0; j < kScoreSlices; ++j)
-      for (int e = 0; e < 4; ++e) {
-        const float* ar = a_rows + (g + 8 * (e / 2)) * kLd;
-        const float* br = b_tile + (8 * j + 2 * t + e % 2) * kLd;
-        float acc = 0.0f;
-        for (int d = 0; d < DHP; ++d) acc += ar[d] * br[d];
-        s[j][e] = acc;
-      }
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < kScoreSlices; ++j)
+        for (int e = 0; e < 4; ++e) {
+          const float* ar = a_rows + (16 * r + g + 8 * (e / 2)) * kLd;
+          const float* br = b_tile + (8 * j + 2 * t + e % 2) * kLd;
+          float acc = 0.0f;
+          for (int d = 0; d < DHP; ++d) acc += ar[d] * br[d];
+          s[r][j][e] = acc;
+        }
+  }
+
+  // `scratch`: the warp's shared fp32 [16][kLdp].
+  template <int R>
+  __device__ static void accumulate_pv(float (&o)[R][DHP / 8][4],
+                                       const float (&p)[R][kScoreSlices][4], const float* v_tile,
+                                       float* scratch) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < kScoreSlices; ++j)
+        for (int e = 0; e < 4; ++e)
+          scratch[(g + 8 * (e / 2)) * kLdp + 8 * j + 2 * t + e % 2] = p[r][j][e];
+      __syncwarp();
+      for (int n = 0; n < DHP / 8; ++n)
+        for (int e = 0; e < 4; ++e) {
+          const float* pr = scratch + (g + 8 * (e / 2)) * kLdp;
+          const int col = 8 * n + 2 * t + e % 2;
+          float acc = o[r][n][e];
+          for (int k = 0; k < kBK; ++k) acc += pr[k] * v_tile[k * kLd + col];
+          o[r][n][e] = acc;
+        }
+      __syncwarp();  // every lane is done with the scratch
+    }
   }
 
   template <int COLS>
@@ -179,26 +188,6 @@ struct RegisterTiles<float, DHP, false> {
         for (int k = 0; k < kBK; ++k) acc += a[k * lda + row] * b_tile[k * kLd + col];
         o[n][e] = acc;
       }
-  }
-
-  // `scratch`: the warp's shared fp32 [16][kLdp].
-  __device__ static void accumulate_pv(float (&o)[DHP / 8][4],
-                                       const float (&p)[kScoreSlices][4], const float* v_tile,
-                                       float* scratch) {
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    for (int j = 0; j < kScoreSlices; ++j)
-      for (int e = 0; e < 4; ++e)
-        scratch[(g + 8 * (e / 2)) * kLdp + 8 * j + 2 * t + e % 2] = p[j][e];
-    __syncwarp();
-    for (int n = 0; n < DHP / 8; ++n)
-      for (int e = 0; e < 4; ++e) {
-        const float* pr = scratch + (g + 8 * (e / 2)) * kLdp;
-        const int col = 8 * n + 2 * t + e % 2;
-        float acc = o[n][e];
-        for (int k = 0; k < kBK; ++k) acc += pr[k] * v_tile[k * kLd + col];
-        o[n][e] = acc;
-      }
-    __syncwarp();  // every lane is done with the scratch
   }
 };
 
