@@ -15,13 +15,14 @@
 //   in shared memory. The arithmetic is the SRPE kernel's
 //   (kernels/common.cuh), so the scores see srpe_fwd's bits.
 //
-// Tiling: grid (ceil(T / 64) query tiles, H, B), 128 threads. The block
-// stages its 64 x DHP tile of Q in shared memory, then visits the 64-key
+// Tiling: grid (ceil(T / 128) query tiles, H, B), 128 threads. The block
+// stages its 128 x DHP tile of Q in shared memory, then visits the 64-key
 // tiles its queries can see (attention_common.cuh). K and V tiles are double
 // buffered: the next tile's cp.async copies are in flight while the warps
-// work on this one. Warp w owns query rows [16w, 16w + 16) of the tile, in
-// registers (attention_registers.cuh: mma.sync m16n8k16 in bf16):
-//   S = Q_w Kᵀ (16 x 64) in registers, the quad of lanes holding a row
+// work on this one. Warp w owns query rows [32w, 32w + 32) of the tile, two
+// blocks of 16, in registers (attention_registers.cuh: mma.sync m16n8k16 in
+// bf16, each K and V fragment read once for both blocks):
+//   S = Q_w Kᵀ (32 x 64) in registers, the quad of lanes holding a row
 //   masks it, takes the row max, and forms P = exp(s − m) and the row sum l
 //   of the fp32 P (so lse_self is exact, and the backward's recomputed P
 //   sums to 1);
@@ -29,11 +30,12 @@
 //   the score registers into the product's operands.
 // V rows that no query of the tile sees are loaded as zero (0 · NaN would
 // poison P V); masked scores are selected away, never multiplied. The
-// epilogue stages O_w in shared memory (over the K and V buffers in bf16),
-// and each lane pair finishes its row: O_self, the context softmax, the
-// blend, lse_self and lse_ctx. Query tiles run from the last (most keys) to
-// the first, so long blocks start early. Shared memory: 86 KiB per block at
-// dh = 128 in bf16 (two blocks per H100 SM), 204 KiB in fp32.
+// epilogue stages O_w in shared memory (over the K and V buffers), and each
+// lane pair finishes its two rows: O_self, the context softmax, the blend,
+// lse_self and lse_ctx. Query tiles run from the last (most keys) to the
+// first, so long blocks start early. Shared memory: 104 KiB per block at
+// dh = 128 in bf16 (two blocks per H100 SM); 223 KiB in fp32, which at
+// dh > 64 is more than an A100 block may have (fp32 is for checking).
 #include "backend/cuda/kernels/attention.hpp"
 #include "backend/cuda/kernels/attention_common.cuh"
 #include "backend/cuda/kernels/attention_registers.cuh"
