@@ -5,12 +5,13 @@
 // backward's deterministic dQ sum.
 //
 // Tiling. A block of kTileThreads = 128 threads (4 warps) works on one tile of
-// kBQ = 64 query rows or kBK = 64 key rows of one head (or key/value group) of
-// one sequence. Each warp owns 16 of the block's rows. Tiles of Q, K, V, dO
-// are staged in shared memory as 64 x DHP arrays of the compute type, DHP =
-// dh rounded up to 16, 32, 64, 96 or 128 with zero columns past dh (so any
-// dh <= 128 works and contributes nothing through the padding), each row
-// padded by 8 elements against bank conflicts.
+// kBQ = 64 query rows (128 in the forward) or kBK = 64 key rows of one head
+// (or key/value group) of one sequence. Each warp owns 16 of the block's rows
+// (32 in the forward). Tiles of Q, K, V, dO are staged in shared memory as
+// ROWS x DHP arrays of the compute type, DHP = dh rounded up to 16, 32, 64,
+// 96 or 128 with zero columns past dh (so any dh <= 128 works and
+// contributes nothing through the padding), each row padded by 8 elements
+// against bank conflicts.
 //
 // Products: attention_registers.cuh (per-warp tiles in registers, mma.sync
 // in bf16), with tiles staged here by load_tile / load_tile_async.
