@@ -63,7 +63,8 @@ TEST(CountedWork, TheFitIsExactForFixedLinearAndQuadraticParts) {
   const Law law = [](int b, int t) {
     return 1000.0 + b * (37.0 * t + 4096.0 * (double(t) * (t + 64)) / (2 * 64 * 64));
   };
-  const std::string path = write_counts("exact", counts_document(m, law, {1, 2, 1}, {128, 128, 256}));
+  const std::string path =
+      write_counts("exact", counts_document(m, law, {1, 2, 1}, {128, 128, 256}));
   const CountedWork w = read_counted_work(path, m, 8, 2048);
   EXPECT_EQ(w.micro_batch, 8);
   EXPECT_EQ(w.seq, 2048);
@@ -114,7 +115,8 @@ TEST(CountedWork, CountersGiveTheWorkOfAStep) {
 TEST(CountedWork, AtmLayersGetTheAtmPartsTimes) {
   const ModelConfig m = small_model();  // L = 6: ATM in layers [2, 4)
   const Law law = [](int b, int t) { return double(b) * t; };
-  const std::string path = write_counts("layers", counts_document(m, law, {1, 2, 1}, {128, 128, 256}));
+  const std::string path =
+      write_counts("layers", counts_document(m, law, {1, 2, 1}, {128, 128, 256}));
   const CountedWork w = read_counted_work(path, m, 1, 128);
   const LayerTimes t = counted_layer_times(w, m, Ceilings{1, 1, 1, 0, "test"});
   ASSERT_EQ(int(t.layers.size()), m.L);
