@@ -307,14 +307,8 @@ __global__ void __launch_bounds__(kTileThreads) attention_bwd_dkdv(Args<T> a, Bw
     bool all_used = true;
     for (int j = 0; j < krows; ++j) all_used = all_used && used[j] != 0;
     const T* k_for_dq = ks;
-    if (!all_used) {
-      constexpr int kPer = 16 / int(sizeof(T)), kChunks = DHP / kPer;
-      for (int idx = threadIdx.x; idx < kBK * kChunks; idx += blockDim.x) {
-        const int j = idx / kChunks, c0 = (idx % kChunks) * kPer;
-        const uint4 zero = make_uint4(0, 0, 0, 0);
-        *reinterpret_cast<uint4*>(kz + j * L::kLdt + c0) =
-            used[j] ? *reinterpret_cast<const uint4*>(ks + j * L::kLdt + c0) : zero;
-      }
+    if (!all_used) {  // the staged K again, unseen rows zero
+      load_tile<T, DHP, kBK>(kz, ks, L::kLdt, krows, dh, true, used);
       k_for_dq = kz;  // the head loop's barrier comes before it is read
     }
     for (int h = g; h < a.heads; h += a.kv_heads) {

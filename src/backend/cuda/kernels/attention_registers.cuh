@@ -52,6 +52,14 @@ struct RegisterTiles<__nv_bfloat16, DHP, true> {
     return tile + (r0 + dr + i) * kLd + c0 + dc;
   }
 
+  // An x4 load holds the B fragments of two adjacent 8-column slices:
+  // d0 += a·(b[0], b[1]), d1 += a·(b[2], b[3]).
+  __device__ static void mma_slices(float (&d0)[4], float (&d1)[4], const std::uint32_t (&a)[4],
+                                    const std::uint32_t (&b)[4]) {
+    mma::mma_bf16(d0, a, b[0], b[1]);
+    mma::mma_bf16(d1, a, b[2], b[3]);
+  }
+
   // s[r] = A_r Bᵀ for R blocks of 16 rows: A_r rows 16r.. of a shared tile
   // from `a_rows` on, B a 64-row shared tile. Each B fragment serves all R.
   template <int R>
@@ -72,10 +80,7 @@ struct RegisterTiles<__nv_bfloat16, DHP, true> {
         std::uint32_t b[4];
         mma::ldmatrix_x4(b, quad_row(b_tile, 16 * jj, 16 * ks, false));
         WIOLA_UNROLL
-        for (int r = 0; r < R; ++r) {
-          mma::mma_bf16(s[r][2 * jj], af[r], b[0], b[1]);
-          mma::mma_bf16(s[r][2 * jj + 1], af[r], b[2], b[3]);
-        }
+        for (int r = 0; r < R; ++r) mma_slices(s[r][2 * jj], s[r][2 * jj + 1], af[r], b);
       }
     }
   }
@@ -103,10 +108,7 @@ struct RegisterTiles<__nv_bfloat16, DHP, true> {
         std::uint32_t b[4];
         mma::ldmatrix_x4_trans(b, quad_row(v_tile, 16 * kk, 16 * dd, true));
         WIOLA_UNROLL
-        for (int r = 0; r < R; ++r) {
-          mma::mma_bf16(o[r][2 * dd], a[r], b[0], b[1]);
-          mma::mma_bf16(o[r][2 * dd + 1], a[r], b[2], b[3]);
-        }
+        for (int r = 0; r < R; ++r) mma_slices(o[r][2 * dd], o[r][2 * dd + 1], a[r], b);
       }
     }
   }
@@ -127,8 +129,7 @@ struct RegisterTiles<__nv_bfloat16, DHP, true> {
       for (int dd = 0; dd < COLS / 16; ++dd) {
         std::uint32_t b[4];
         mma::ldmatrix_x4_trans(b, quad_row(b_tile, 16 * kk, c0 + 16 * dd, true));
-        mma::mma_bf16(o[2 * dd], af, b[0], b[1]);
-        mma::mma_bf16(o[2 * dd + 1], af, b[2], b[3]);
+        mma_slices(o[2 * dd], o[2 * dd + 1], af, b);
       }
     }
   }
