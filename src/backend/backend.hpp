@@ -18,6 +18,7 @@
 //  * Linear layers store W as [out, in] and compute y = x · Wᵀ.
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -118,6 +119,14 @@ struct HeadLossGrads {
   Tensor dxf, dembed;
 };
 
+// Device work recorded once and queued again by each replay(): a CUDA graph
+// (Backend::capture).
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  virtual void replay() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -131,6 +140,19 @@ class Backend {
   void set_observer(OpObserver* observer) { observer_ = observer; }
   // Waits until every op queued so far has finished (a no-op on the CPU).
   virtual void synchronize() {}
+  // Whether capture() records graphs (CUDA; not the CPU, whose ops run as
+  // they are called).
+  virtual bool records_graphs() const { return false; }
+  // Runs `work` without running its device work: records it as one graph,
+  // which replay() queues again -- the same kernels on the same addresses,
+  // without the host's launch costs. Tensors allocated inside `work` come
+  // from a pool private to the graph, kept while the graph or the tensor
+  // lives, so each replay writes the same tensors again and no other tensor
+  // shares their memory. Nothing inside may read device memory on the host
+  // or synchronise (the capture throws, naming the call, and records
+  // nothing); values on the host are recorded as they were. Throws where
+  // records_graphs() is false.
+  virtual std::unique_ptr<DeviceGraph> capture(const std::function<void()>& work);
   // The device stream the ops are queued on (a cudaStream_t for CUDA), for a
   // communicator that orders its transfers after them; nullptr when there is
   // none (the CPU, the emulated CUDA backend of the tests).

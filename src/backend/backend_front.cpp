@@ -24,6 +24,10 @@ void check_alloc(const Backend& be, const char* op, DType dtype, std::int64_t ro
 
 }  // namespace
 
+std::unique_ptr<DeviceGraph> Backend::capture(const std::function<void()>&) {
+  fail("backend ", name(), " records no graphs");
+}
+
 Tensor Backend::alloc(DType dtype, std::int64_t rows, std::int64_t cols) {
   check_alloc(*this, "alloc", dtype, rows, cols);
   return do_alloc(dtype, rows, cols);

@@ -21,6 +21,7 @@ DeviceCounts combine(const DeviceCounts& a, const DeviceCounts& b, int sign) {
   d.floor_bytes = a.floor_bytes + sign * b.floor_bytes;
   d.gemm_flops = a.gemm_flops + sign * b.gemm_flops;
   d.attention_flops = a.attention_flops + sign * b.attention_flops;
+  d.graph_launches = a.graph_launches + sign * b.graph_launches;
   return d;
 }
 
@@ -52,7 +53,9 @@ std::string describe_counts(const DeviceCounts& c, double per) {
                 double(c.non_gemm_bytes()) / per / 1e6, double(c.floor_bytes) / per / 1e6,
                 c.floor_ratio(), double(c.gemm_flops) / per / 1e9,
                 double(c.attention_flops) / per / 1e9);
-  return buf;
+  std::string out = buf;
+  if (c.graph_launches) out += ", graph launches " + n(c.graph_launches);
+  return out;
 }
 
 }  // namespace wiola

@@ -24,6 +24,8 @@ struct DeviceCounts {
   // leaves).
   std::int64_t gemm_flops = 0;
   std::int64_t attention_flops = 0;
+  // CUDA graphs launched: each replays work counted when it was captured.
+  std::int64_t graph_launches = 0;
   // What the non-GEMM work moves through device memory.
   std::int64_t non_gemm_bytes() const { return kernel_bytes + memset_bytes + device_copy_bytes; }
   // Everything the device runs in order on the stream: what a CUDA graph of

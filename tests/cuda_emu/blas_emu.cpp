@@ -59,18 +59,9 @@ std::vector<float> widen(const void* p, DType t, std::int64_t rows, std::int64_t
   return out;
 }
 
-}  // namespace
-
-void Blas::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                MatrixView a, MatrixView b, float beta, void* c, DType c_dtype, std::int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  count_device_event(DeviceEvent::Gemm, 2 * m * n * k);
-  require(a.dtype == b.dtype, "emulated BLAS: A is ", dtype_name(a.dtype), " but B is ",
-          dtype_name(b.dtype));
-  const GemmKey key = gemm_key(ta, tb, m, n, k, a, b, c, c_dtype, ldc);
-  auto it = state_->algos.find(key);
-  if (it == state_->algos.end()) it = state_->algos.emplace(key, emulated_heuristic(key)).first;
-  check_operand_alignment(it->second, a.data, b.data, c);
+// The product itself, run when the stream reaches it.
+void run_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+              MatrixView a, MatrixView b, float beta, void* c, DType c_dtype, std::int64_t ldc) {
   const std::int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
   const std::int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;
   const std::vector<float> af = widen(a.data, a.dtype, a_rows, a_cols, a.ld);
@@ -92,6 +83,22 @@ void Blas::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
       else
         static_cast<__nv_bfloat16*>(c)[r * ldc + col] = __float2bfloat16(v);
     }
+}
+
+}  // namespace
+
+void Blas::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                MatrixView a, MatrixView b, float beta, void* c, DType c_dtype, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  count_device_event(DeviceEvent::Gemm, 2 * m * n * k);
+  require(a.dtype == b.dtype, "emulated BLAS: A is ", dtype_name(a.dtype), " but B is ",
+          dtype_name(b.dtype));
+  const GemmKey key = gemm_key(ta, tb, m, n, k, a, b, c, c_dtype, ldc);
+  auto it = state_->algos.find(key);
+  if (it == state_->algos.end()) it = state_->algos.emplace(key, emulated_heuristic(key)).first;
+  check_operand_alignment(it->second, a.data, b.data, c);
+  emu::enqueue_device_work(
+      [=] { run_gemm(ta, tb, m, n, k, alpha, a, b, beta, c, c_dtype, ldc); });
 }
 
 }  // namespace wiola::cuda

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -324,6 +325,42 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
 }
 
 std::size_t launches() { return g_launches; }
+
+namespace {
+// The capture under way, if any (one at a time, as the backend has one stream).
+std::optional<std::vector<std::function<void()>>> g_recording;
+std::mutex g_recording_mutex;
+}  // namespace
+
+void enqueue_device_work(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(g_recording_mutex);
+    if (g_recording) {
+      g_recording->push_back(std::move(work));
+      return;
+    }
+  }
+  work();
+}
+
+void begin_recording() {
+  std::lock_guard<std::mutex> lock(g_recording_mutex);
+  if (g_recording) throw std::logic_error("cuda emulation: a stream capture is already under way");
+  g_recording.emplace();
+}
+
+std::vector<std::function<void()>> end_recording() {
+  std::lock_guard<std::mutex> lock(g_recording_mutex);
+  if (!g_recording) throw std::logic_error("cuda emulation: no stream capture is under way");
+  std::vector<std::function<void()>> work = std::move(*g_recording);
+  g_recording.reset();
+  return work;
+}
+
+bool recording() {
+  std::lock_guard<std::mutex> lock(g_recording_mutex);
+  return g_recording.has_value();
+}
 
 namespace {
 std::atomic<std::int64_t> g_mma_flops{0}, g_fragment_bytes{0}, g_staged_bytes{0};

@@ -50,6 +50,7 @@
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 // ---- keywords -------------------------------------------------------------
 #define __global__
@@ -112,6 +113,13 @@ void run_kernel(const char* name, dim3 grid, dim3 block, std::size_t shared_byte
                 const std::function<void()>& body, const void* entry = nullptr);
 // Kernels launched so far on this OS thread (tests count launches).
 std::size_t launches();
+// The stream's work -- kernels, the emulated matrix products, memsets,
+// device copies -- goes through here: run at once, or, while a stream
+// capture records it (runtime_emu.cpp), kept for the graph to replay.
+void enqueue_device_work(std::function<void()> work);
+void begin_recording();
+std::vector<std::function<void()>> end_recording();
+bool recording();
 // What the kernels' tensor-core products ask, counted process-wide: the
 // FLOPs of warp-wide products (mma_m16n8k16; tests check the device
 // counters' FLOPs against them), the bytes fragments load from shared memory
@@ -171,7 +179,13 @@ struct Launch {
   void operator()(Args&&... args) const {
     const void* entry = nullptr;
     if constexpr (std::is_pointer_v<Kernel>) entry = reinterpret_cast<const void*>(kernel);
-    run_kernel(name, grid, block, shared_bytes, [&] { kernel(args...); }, entry);
+    // Kernel parameters are values, as CUDA copies them at the launch: a
+    // recorded launch keeps its own.
+    enqueue_device_work([name = name, kernel = kernel, grid = grid, block = block,
+                         shared_bytes = shared_bytes, entry,
+                         ... values = std::decay_t<Args>(args)] {
+      run_kernel(name, grid, block, shared_bytes, [&] { kernel(values...); }, entry);
+    });
   }
 };
 template <class Kernel>

@@ -1,6 +1,8 @@
 // Host stand-ins for the CUDA runtime calls of backend/cuda/runtime.hpp:
 // "device" memory is host memory, streams are in-order by construction (the
 // emulated kernels run to completion at their launch), copies are memcpy.
+// A stream capture records the stream's work (emu::enqueue_device_work) and
+// a graph launch runs the record.
 // Each call is counted as runtime_cuda.cpp counts it (device_counters.hpp).
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "backend/cuda/runtime.hpp"
 #include "core/alignment.hpp"
 #include "core/error.hpp"
+#include "cuda_emu.hpp"
 #include "runtime_emu.hpp"
 
 namespace wiola::cuda {
@@ -25,19 +28,29 @@ std::mutex live_mutex;
 std::unordered_map<void*, std::size_t> live;
 std::size_t live_bytes = 0;
 std::size_t memory_limit = 0;  // 0: the host's memory
-bool capturing = false;
 
 void refuse_during_capture(const char* call) {
-  require(!capturing, "emulated CUDA: ", call,
+  require(!emu::recording(), "emulated CUDA: ", call,
           " during a stream capture (CUDA refuses it: cudaErrorStreamCaptureUnsupported)");
 }
+
+// An instantiated graph: the recorded work, in stream order.
+struct EmulatedGraph {
+  std::vector<std::function<void()>> work;
+};
 }  // namespace
 
-void emu_begin_capture() {
-  require(!capturing, "emulated CUDA: a stream capture is already under way");
-  capturing = true;
+void begin_capture(Stream) { emu::begin_recording(); }
+Graph end_capture(Stream) { return new EmulatedGraph{emu::end_recording()}; }
+void abandon_capture(Stream) {
+  if (emu::recording()) (void)emu::end_recording();
 }
-void emu_end_capture() { capturing = false; }
+void launch_graph(Graph g, Stream) {
+  refuse_during_capture("a graph launch");  // allowed by CUDA, never needed here
+  count_device_event(DeviceEvent::GraphLaunch);
+  for (const auto& work : static_cast<EmulatedGraph*>(g)->work) work();
+}
+void destroy_graph(Graph g) { delete static_cast<EmulatedGraph*>(g); }
 
 int device_count() { return 1; }
 std::string no_device_reason() { return ""; }
@@ -80,8 +93,8 @@ std::size_t emu_memory_in_use() {
   return live_bytes;
 }
 
-void* try_allocate(std::size_t bytes, Stream) {
-  refuse_during_capture("an allocation");
+namespace {
+void* host_block(std::size_t bytes) {
   count_device_event(DeviceEvent::Allocation);
   // As cudaMallocAsync: 256-byte aligned, what cuBLASLt assumes (core/alignment.hpp).
   const auto step = static_cast<std::size_t>(kOperandAlignBytes);
@@ -95,11 +108,24 @@ void* try_allocate(std::size_t bytes, Stream) {
   live_bytes += whole;
   return p;
 }
+}  // namespace
+
+void* try_allocate(std::size_t bytes, Stream) {
+  refuse_during_capture("a stream-ordered allocation");
+  return host_block(bytes);
+}
+void* allocate_graph_memory(std::size_t bytes, const char* what) {
+  void* p = host_block(bytes);
+  require(p != nullptr, "emulated CUDA: out of memory allocating ", bytes,
+          " bytes of graph memory for ", what);
+  return p;
+}
 void* allocate(std::size_t bytes, Stream s, const char* what) {
   void* p = try_allocate(bytes, s);
   require(p != nullptr, "emulated CUDA: out of memory allocating ", bytes, " bytes for ", what);
   return p;
 }
+void release_graph_memory(void* p) { release(p, nullptr); }
 void release(void* p, Stream) {
   if (!p) return;
   {
@@ -117,7 +143,7 @@ void memset_zero(void* p, std::size_t bytes, Stream s) { memset_bytes(p, 0, byte
 void memset_bytes(void* p, int value, std::size_t bytes, Stream) {
   if (!bytes) return;
   count_device_event(DeviceEvent::Memset, static_cast<std::int64_t>(bytes));
-  std::memset(p, value, bytes);
+  emu::enqueue_device_work([=] { std::memset(p, value, bytes); });
 }
 void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
   if (!bytes) return;
@@ -135,7 +161,7 @@ void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream) {
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream) {
   if (!bytes) return;
   count_device_event(DeviceEvent::DeviceCopy, 2 * static_cast<std::int64_t>(bytes));
-  std::memmove(dst, src, bytes);
+  emu::enqueue_device_work([=] { std::memmove(dst, src, bytes); });
 }
 void check_launch(const char*, std::int64_t bytes, const char*, int) {
   count_device_event(DeviceEvent::Launch, bytes);

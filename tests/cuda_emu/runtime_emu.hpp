@@ -12,13 +12,4 @@ void emu_set_memory_limit(std::size_t bytes);
 // Bytes the emulated device holds now (allocated, not yet released).
 std::size_t emu_memory_in_use();
 
-// Stream capture as CUDA checks it (cudaStreamBeginCapture): between begin
-// and end, a call that CUDA refuses during a capture -- a stream
-// synchronisation, an allocation, a copy to or from pageable host memory --
-// throws wiola::Error naming the call, so a test shows whether a piece of
-// work could be captured as a CUDA graph. Kernels, memsets and device copies
-// are captured (here: run as always).
-void emu_begin_capture();
-void emu_end_capture();
-
 }  // namespace wiola::cuda

@@ -5,8 +5,12 @@
 #include "backend/cuda/device_counters.hpp"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "backend/backend_registry.hpp"
 #include "backend/cuda/kernels/adamw.hpp"
@@ -33,46 +37,93 @@ struct CudaBackend::Memory {
   struct Block {
     void* p;
     std::size_t bytes;
+    bool graph_memory = false;  // allocate_graph_memory's, not the stream-ordered pool's
+  };
+  // The blocks a graph's capture took (GraphPool): while the graph lives,
+  // every replay writes them again, so no other tensor may have them.
+  struct GraphPool {
+    std::shared_ptr<Memory> memory;
+    std::multimap<std::size_t, Block> free;  // released during or after the capture
+    std::vector<Block> owned;
+    ~GraphPool() {
+      for (const Block& b : owned) memory->give_back(b);
+    }
   };
   Stream stream = nullptr;
   std::atomic<std::size_t> in_use{0}, peak{0};
   std::mutex cache_mutex;                    // deleters run on whichever thread drops a tensor
-  std::multimap<std::size_t, void*> cached;  // released blocks by size
+  std::multimap<std::size_t, Block> cached;  // released blocks by size
+  std::shared_ptr<GraphPool> capturing;      // the pool of the capture under way
+
+  // A block of `bytes`, or a size at most 1/8 larger, from `blocks`.
+  static std::optional<Block> fit(std::multimap<std::size_t, Block>& blocks, std::size_t bytes) {
+    const auto it = blocks.lower_bound(bytes);
+    if (it == blocks.end() || it->first - bytes > bytes / 8) return std::nullopt;
+    const Block b = it->second;
+    blocks.erase(it);
+    return b;
+  }
 
   // `describe()` names the tensor for an out-of-memory error; it is called
-  // only when the cache has no block, so a hit builds no text.
+  // only when the cache has no block, so a hit builds no text. Returns the
+  // pool of the capture under way too: the block is that graph's.
   template <class Describe>
-  Block take(std::size_t bytes, Describe describe) {
-    {
-      std::lock_guard<std::mutex> lock(cache_mutex);
-      const auto it = cached.lower_bound(bytes);
-      if (it != cached.end() && it->first - bytes <= bytes / 8) {
-        const Block b{it->second, it->first};
-        cached.erase(it);
-        return b;
-      }
+  std::pair<Block, std::shared_ptr<GraphPool>> take(std::size_t bytes, Describe describe) {
+    std::unique_lock<std::mutex> lock(cache_mutex);
+    if (std::shared_ptr<GraphPool> pool = capturing) {
+      if (auto b = fit(pool->free, bytes)) return {*b, pool};
+      std::optional<Block> b = fit(cached, bytes);
+      lock.unlock();
+      if (!b) b = Block{allocate_graph_memory(bytes, describe().c_str()), bytes, true};
+      lock.lock();
+      pool->owned.push_back(*b);
+      return {*b, pool};
     }
-    if (void* p = try_allocate(bytes, stream)) return {p, bytes};
+    if (auto b = fit(cached, bytes)) return {*b, nullptr};
+    lock.unlock();
+    if (void* p = try_allocate(bytes, stream)) return {{p, bytes}, nullptr};
     drop_cache();
-    return {allocate(bytes, stream, describe().c_str()),
-            bytes};  // throws, naming it, if still full
+    return {{allocate(bytes, stream, describe().c_str()), bytes},
+            nullptr};  // throws, naming it, if still full
   }
   void give_back(Block b) {
     std::lock_guard<std::mutex> lock(cache_mutex);
-    cached.emplace(b.bytes, b.p);
+    cached.emplace(b.bytes, b);
+  }
+  void give_back(Block b, GraphPool& pool) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    pool.free.emplace(b.bytes, b);
   }
   void drop_cache() {
     std::lock_guard<std::mutex> lock(cache_mutex);
-    for (const auto& [bytes, p] : cached) release(p, stream);
+    for (const auto& [bytes, b] : cached)
+      if (b.graph_memory)
+        release_graph_memory(b.p);
+      else
+        release(b.p, stream);
     cached.clear();
   }
   ~Memory() {
     if (stream) {
-      drop_cache();
       cuda::synchronize(stream);
+      drop_cache();
       destroy_stream(stream);
     }
   }
+};
+
+// A captured graph and the pool of its tensors (Backend::capture).
+class CudaBackend::CapturedGraph final : public DeviceGraph {
+ public:
+  CapturedGraph(Graph graph, Stream stream, std::shared_ptr<Memory::GraphPool> pool)
+      : graph_(graph), stream_(stream), pool_(std::move(pool)) {}
+  ~CapturedGraph() override { destroy_graph(graph_); }
+  void replay() override { launch_graph(graph_, stream_); }
+
+ private:
+  Graph graph_;
+  Stream stream_;
+  std::shared_ptr<Memory::GraphPool> pool_;
 };
 
 namespace {
@@ -107,6 +158,31 @@ std::string CudaBackend::name() const {
 }
 
 void CudaBackend::synchronize() { cuda::synchronize(stream_); }
+
+std::unique_ptr<DeviceGraph> CudaBackend::capture(const std::function<void()>& work) {
+  auto pool = std::make_shared<Memory::GraphPool>();
+  pool->memory = memory_;
+  {
+    std::lock_guard<std::mutex> lock(memory_->cache_mutex);
+    require(!memory_->capturing, "capture: another capture is under way on this backend");
+    memory_->capturing = pool;
+  }
+  struct EndPool {
+    Memory& m;
+    ~EndPool() {
+      std::lock_guard<std::mutex> lock(m.cache_mutex);
+      m.capturing.reset();
+    }
+  } end_pool{*memory_};
+  begin_capture(stream_);
+  try {
+    work();
+  } catch (...) {
+    abandon_capture(stream_);
+    throw;
+  }
+  return std::make_unique<CapturedGraph>(end_capture(stream_), stream_, std::move(pool));
+}
 
 std::size_t CudaBackend::memory_capacity() const { return device_properties(device_).memory_bytes; }
 
@@ -167,7 +243,7 @@ Tensor CudaBackend::allocate_tensor(DType dtype, std::int64_t rows, std::int64_t
                            (std::size_t(1) << 46) / es / static_cast<std::uint64_t>(cols),
           "alloc: ", rows, "x", cols, " ", dtype_name(dtype), " is too large");
   const std::size_t bytes = rounded_up(static_cast<std::size_t>(rows * cols) * es);
-  const Memory::Block block = memory_->take(bytes, [&] {
+  auto [block, pool] = memory_->take(bytes, [&] {
     return std::string(kind) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
            std::string(dtype_name(dtype)) + " tensor";
   });
@@ -177,8 +253,11 @@ Tensor CudaBackend::allocate_tensor(DType dtype, std::int64_t rows, std::int64_t
   while (now > peak && !memory_->peak.compare_exchange_weak(peak, now)) {
   }
   std::shared_ptr<Memory> mem = memory_;
-  std::shared_ptr<std::byte> storage(p, [mem, block, bytes](std::byte*) {
-    mem->give_back(block);
+  std::shared_ptr<std::byte> storage(p, [mem, block, pool, bytes](std::byte*) {
+    if (pool)
+      mem->give_back(block, *pool);
+    else
+      mem->give_back(block);
     mem->in_use -= bytes;
   });
   return Tensor(std::move(storage), p, dtype, Device::CUDA, rows, cols, cols);

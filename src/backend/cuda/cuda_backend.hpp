@@ -27,6 +27,8 @@ class CudaBackend final : public Backend {
     return dtype == DType::BF16 || dtype == DType::F32;
   }
   void synchronize() override;
+  bool records_graphs() const override { return true; }
+  std::unique_ptr<DeviceGraph> capture(const std::function<void()>& work) override;
   Stream stream() const { return stream_; }
   // The cudaStream_t; nullptr in the emulation (tests/cuda_emu), whose streams
   // no CUDA library can use.
@@ -187,6 +189,7 @@ class CudaBackend final : public Backend {
 
  private:
   struct Memory;
+  class CapturedGraph;
   // Stream-ordered memory for a tensor (its size rounded up to kAlignment),
   // returned to the pool when the last view of it goes.
   Tensor allocate_tensor(DType dtype, std::int64_t rows, std::int64_t cols, const char* kind);

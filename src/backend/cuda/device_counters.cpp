@@ -9,7 +9,7 @@ namespace {
 struct Atomics {
   std::atomic<std::int64_t> launches{0}, gemms{0}, memsets{0}, memset_bytes{0}, copies{0},
       host_syncs{0}, allocations{0}, kernel_bytes{0}, device_copy_bytes{0}, floor_bytes{0},
-      gemm_flops{0}, attention_flops{0};
+      gemm_flops{0}, attention_flops{0}, graph_launches{0};
 };
 
 Atomics& atomics() {
@@ -44,6 +44,7 @@ void count_device_event(DeviceEvent e, std::int64_t bytes) {
     case DeviceEvent::Floor: a.floor_bytes.fetch_add(bytes, relaxed); break;
     case DeviceEvent::HostSync: a.host_syncs.fetch_add(1, relaxed); break;
     case DeviceEvent::Allocation: a.allocations.fetch_add(1, relaxed); break;
+    case DeviceEvent::GraphLaunch: a.graph_launches.fetch_add(1, relaxed); break;
   }
 }
 
@@ -62,6 +63,7 @@ DeviceCounts device_counts() {
   c.floor_bytes = a.floor_bytes.load();
   c.gemm_flops = a.gemm_flops.load();
   c.attention_flops = a.attention_flops.load();
+  c.graph_launches = a.graph_launches.load();
   return c;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // What the CUDA backend asks of the device, counted: kernel launches, matrix
 // products, memsets, copies, host synchronisations (a stream sync, or a copy
-// the host waits for) and stream-ordered allocations. Both runtimes (the CUDA
+// the host waits for), stream-ordered allocations and CUDA graph launches
+// (the work a graph replays is counted once, when it is captured). Both runtimes (the CUDA
 // one and the test tree's emulation) count the same calls, so the figures a
 // GPU-less machine prints are the ones a GPU run makes (tools/gpu-counts.sh,
 // docs/performance.md). Process-wide, thread-safe; read a phase as the
@@ -25,7 +26,8 @@ namespace wiola::cuda {
 using wiola::DeviceCounts;
 
 enum class DeviceEvent : std::uint8_t {
-  Launch, Gemm, Memset, Copy, DeviceCopy, HostSync, Allocation, Floor, AttentionFlops
+  Launch, Gemm, Memset, Copy, DeviceCopy, HostSync, Allocation, Floor, AttentionFlops,
+  GraphLaunch
 };
 
 // Called by the runtimes, the matrix products and the backend's op front;

@@ -47,6 +47,27 @@ void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, Str
 void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, Stream s);
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s);
 
+// CUDA graphs. Between begin_capture and end_capture the work queued on `s`
+// (kernels, matrix products, memsets, device-to-device copies) is recorded,
+// not run; end_capture returns it instantiated, and each launch_graph runs
+// all of it on `s` again, with the addresses and values it was recorded
+// with. During a capture the calls CUDA refuses there -- a synchronisation,
+// a stream-ordered allocation, a copy to or from host memory -- throw
+// wiola::Error naming the call; abandon_capture then ends it, dropping what
+// it recorded.
+using Graph = void*;  // cudaGraphExec_t
+void begin_capture(Stream s);
+Graph end_capture(Stream s);
+void abandon_capture(Stream s);
+void launch_graph(Graph g, Stream s);
+void destroy_graph(Graph g);
+// Memory a graph's tensors own, which may be allocated during its capture
+// (cudaMalloc with the thread's capture mode relaxed, as a graph's private
+// memory pool is filled). Counted as an allocation; give it back with
+// release_graph_memory once no queued work uses it.
+void* allocate_graph_memory(std::size_t bytes, const char* what);
+void release_graph_memory(void* p);
+
 // After a kernel launch: counts it with the distinct bytes it reads and
 // writes in device memory (device_counters.hpp), and reports a launch error
 // naming the kernel.

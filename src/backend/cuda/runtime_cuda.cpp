@@ -160,6 +160,66 @@ void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s) {
   WIOLA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(s)));
 }
 
+void begin_capture(Stream s) {
+  // Thread-local: another thread's unsafe calls (a checkpoint writer's
+  // copies) do not break this capture.
+  WIOLA_CUDA(cudaStreamBeginCapture(as_stream(s), cudaStreamCaptureModeThreadLocal));
+}
+
+Graph end_capture(Stream s) {
+  cudaGraph_t graph = nullptr;
+  WIOLA_CUDA(cudaStreamEndCapture(as_stream(s), &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t rc = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);  // the executable graph keeps what it needs
+  if (rc != cudaSuccess) fail_call(rc, "cudaGraphInstantiate", __FILE__, __LINE__);
+  return exec;
+}
+
+void abandon_capture(Stream s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(as_stream(s), &status) == cudaSuccess &&
+      status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(as_stream(s), &graph) == cudaSuccess && graph)
+      cudaGraphDestroy(graph);
+  }
+  cudaGetLastError();  // an invalidated capture leaves its error behind
+}
+
+void launch_graph(Graph g, Stream s) {
+  count_device_event(DeviceEvent::GraphLaunch);
+  WIOLA_CUDA(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g), as_stream(s)));
+}
+
+void destroy_graph(Graph g) {
+  if (g) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));  // on the way out
+}
+
+void* allocate_graph_memory(std::size_t bytes, const char* what) {
+  count_device_event(DeviceEvent::Allocation);
+  // cudaMalloc is not recorded by a capture, but a thread-local capture
+  // refuses it unless the thread's mode is relaxed for the call.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  WIOLA_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+  void* p = nullptr;
+  const cudaError_t rc = cudaMalloc(&p, bytes);
+  cudaThreadExchangeStreamCaptureMode(&mode);  // back to what it was
+  if (rc == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    std::size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    fail("CUDA out of memory allocating ", bytes, " bytes of graph memory for ", what, " on ",
+         process_identity().describe(), " (", free_b, " of ", total_b, " bytes free)");
+  }
+  if (rc != cudaSuccess) fail_call(rc, "cudaMalloc", __FILE__, __LINE__);
+  return p;
+}
+
+void release_graph_memory(void* p) {
+  if (p) WIOLA_CUDA(cudaFree(p));
+}
+
 void check_launch(const char* kernel, std::int64_t bytes, const char* file, int line) {
   count_device_event(DeviceEvent::Launch, bytes);
   const cudaError_t rc = cudaGetLastError();
