@@ -190,6 +190,7 @@ class Backend {
   // Memory this backend holds for tensors now, and the most it ever held (bytes).
   struct MemoryStats {
     std::size_t in_use = 0, peak = 0;
+    std::size_t graphs = 0;  // held for the tensors of live graphs (capture())
   };
   virtual MemoryStats memory() const { return {}; }
   // What this backend has asked of its device since the process started

@@ -41,6 +41,7 @@ struct Slot {
   Transfer recv_act, recv_grad, send_act, send_grad;
   bool forwarded = false, backwarded = false;  // backwarded: B or Backward done
   bool weights_done = false;                    // W or Backward done
+  int graph_slot = -1;  // the MicroBatchGraphs slot its forward replayed in, if any
 };
 
 Tensor upload_tokens(Backend& be, const std::vector<std::int32_t>& host) {
@@ -53,10 +54,13 @@ Tensor upload_tokens(Backend& be, const std::vector<std::int32_t>& host) {
 class Run {
  public:
   Run(StageModel& model, comm::Communicator* pipe, int stage, int stages,
-      const StageExecutor::RunSpec& spec, const StageExecutor::Hooks& hooks)
+      const StageExecutor::RunSpec& spec, const StageExecutor::Hooks& hooks,
+      MicroBatchGraphs* graphs)
       : model_(model), be_(model.backend()), pipe_(pipe), stage_(stage), stages_(stages),
         chunks_(model.num_chunks()), first_(stage == 0), last_(stage == stages - 1),
-        spec_(spec), hooks_(hooks), parts_(max_boundary_carry(model.config()) + 2) {
+        spec_(spec), hooks_(hooks), parts_(max_boundary_carry(model.config()) + 2),
+        graphs_(spec.training ? graphs : nullptr),
+        chunk_forwarded_(std::size_t(model.num_chunks()), false) {
     const ModelConfig& cfg = model.config();
     for (const StageSpec& st : model.chunks()) {
       shape_in_.push_back(boundary_shape(spec.batch, spec.seq, cfg.d, model.dtype(),
@@ -228,7 +232,16 @@ class Run {
       in.carry.assign(ts.begin() + 1, ts.end());
     }
     const auto t0 = Clock::now();
-    StageOutput out = model_.forward(in, spec_.training, s.saved, hooks_.boundaries);
+    StageOutput out;
+    if (graphs_ && chunk_forwarded_[k] && graphs_->forward_ready(chunk, graph_key())) {
+      hear_boundaries_before(chunk);
+      s.graph_slot = graphs_->take_slot(chunk);
+      out = graphs_->forward(s.graph_slot, graph_key(), in, s.saved);
+    } else {
+      out = model_.forward(in, spec_.training, s.saved, hooks_.boundaries);
+      if (graphs_) graphs_->ran_forward_eagerly(chunk, graph_key());
+    }
+    chunk_forwarded_[k] = true;
     res_.times.compute += seconds_since(t0);
     s.forwarded = true;
     if (!last) {
@@ -252,13 +265,22 @@ class Run {
       grads_in = complete_recv(s.recv_grad, WireKind::Gradient, mb, shape_out_[std::size_t(a.chunk)]);
     }
     const auto t0 = Clock::now();
-    StageGrads g = model_.backward(
-        last ? Tensor{} : grads_in[0],
-        last ? std::span<const Tensor>{} : std::span<const Tensor>(grads_in).subspan(1),
-        spec_.loss_scale, s.saved, final_backward ? hooks_.boundaries : nullptr, split);
+    const Tensor dx_out = last ? Tensor{} : grads_in[0];
+    const std::span<const Tensor> dcarry_out =
+        last ? std::span<const Tensor>{} : std::span<const Tensor>(grads_in).subspan(1);
+    StageGrads g;
+    if (graphs_ && s.graph_slot >= 0 && !split && !final_backward &&
+        graphs_->backward_ready(a.chunk, graph_key())) {
+      g = graphs_->backward(s.graph_slot, graph_key(), dx_out, dcarry_out, s.saved);
+    } else {
+      g = model_.backward(dx_out, dcarry_out, spec_.loss_scale, s.saved,
+                          final_backward ? hooks_.boundaries : nullptr, split);
+      if (graphs_ && !split) graphs_->ran_backward_eagerly(a.chunk, graph_key());
+    }
     res_.times.compute += seconds_since(t0);
     s.backwarded = true;
     s.weights_done = !split;
+    if (s.weights_done) give_back_graph_slot(a.chunk, s);
     if (!first_virtual(a.chunk)) {
       s.send_grad.tensors = {g.dx};
       s.send_grad.tensors.insert(s.send_grad.tensors.end(), g.dcarry.begin(), g.dcarry.end());
@@ -273,6 +295,28 @@ class Run {
     model_.backward_weights(s.saved, final_backward ? hooks_.boundaries : nullptr);
     res_.times.compute += seconds_since(t0);
     s.weights_done = true;
+    give_back_graph_slot(a.chunk, s);
+  }
+
+  MicroBatchGraphs::Key graph_key() const {
+    return graphs_->key(spec_.batch, spec_.seq, spec_.loss_scale);
+  }
+
+  // What the chunk's forward would tell the boundaries, told before a
+  // replay: the chunk's first forward of the run has waited for them already.
+  void hear_boundaries_before(int chunk) {
+    if (!hooks_.boundaries) return;
+    const StageSpec& spec = model_.chunk(chunk);
+    if (spec.embed || spec.head) hooks_.boundaries->before_layer_forward(-1);
+    for (int l = spec.first_layer; l < spec.end_layer; ++l)
+      hooks_.boundaries->before_layer_forward(l);
+  }
+
+  void give_back_graph_slot(int chunk, Slot& s) {
+    if (s.graph_slot < 0) return;
+    s.saved = StageSaved{};  // the slot's tensors are the next micro-batch's
+    graphs_->give_back_slot(chunk, s.graph_slot);
+    s.graph_slot = -1;
   }
 
   StageModel& model_;
@@ -286,6 +330,8 @@ class Run {
   std::vector<BoundaryShape> shape_in_, shape_out_;  // [chunk]
   std::map<std::pair<int, int>, Slot> slots_;         // [(micro-batch, chunk)]
   StageExecutor::Result res_;
+  MicroBatchGraphs* graphs_;           // null: every micro-batch runs eagerly
+  std::vector<bool> chunk_forwarded_;  // [chunk] a forward of this run has run
 };
 
 }  // namespace
@@ -305,7 +351,16 @@ StageExecutor::Result StageExecutor::run(std::span<const Action> actions, const 
           spec.microbatches, " of ", spec.batch, " x ", spec.seq, ")");
   require((stage_ != 0 && stage_ != stages_ - 1) || hooks.batches != nullptr,
           "pipeline: the first and last stage need a source of micro-batches");
-  return Run(model_, pipe_, stage_, stages_, spec, hooks).run(actions);
+  return Run(model_, pipe_, stage_, stages_, spec, hooks, graphs_.get()).run(actions);
+}
+
+void StageExecutor::use_graphs(bool on) {
+  if (!on) {
+    graphs_.reset();
+    return;
+  }
+  if (!graphs_ && model_.backend().records_graphs())
+    graphs_ = std::make_unique<MicroBatchGraphs>(model_);
 }
 
 }  // namespace wiola

@@ -6,6 +6,7 @@
 // the optimizer step that follow are the trainer's. The executor knows
 // nothing of which schedule produced the list.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "model/layer_boundaries.hpp"
 #include "model/stage_model.hpp"
 #include "pipeline/host_batch.hpp"
+#include "pipeline/micro_batch_graphs.hpp"
 #include "pipeline/schedule.hpp"
 #include "pipeline/time_split.hpp"
 
@@ -81,10 +83,21 @@ class StageExecutor {
   // Model chunks (virtual stages) this stage holds.
   int chunks() const { return model_.num_chunks(); }
 
+  // Whether training runs replay CUDA graphs of their micro-batches
+  // (pipeline/micro_batch_graphs.hpp) where the backend records them. Each
+  // chunk's first forward and last backward of a step run eagerly -- they
+  // hear the step's layer boundaries, which overlap ZeRO's transfers with
+  // the layers -- as do a split backward's B and W and evaluation runs.
+  // Off by default.
+  void use_graphs(bool on);
+  // The graphs, when in use (for reports and tests).
+  const MicroBatchGraphs* graphs() const { return graphs_.get(); }
+
  private:
   StageModel& model_;
   comm::Communicator* pipe_;
   int stage_, stages_;
+  std::unique_ptr<MicroBatchGraphs> graphs_;
 };
 
 }  // namespace wiola

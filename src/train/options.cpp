@@ -342,6 +342,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
                                        const std::string* ini_text) {
   TrainOptions o;
   std::string preset_name, dtype_text = "auto", device_text = "auto", config_file;
+  std::string cuda_graphs = "on";
   std::string train_tokens, resume = "none", schedule = "1f1b", recompute = "none";
   std::vector<std::string> train_files, val_files;
   std::string data_weights_text;
@@ -362,6 +363,7 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
       ("device", po::value(&device_text)->default_value("auto"), "where to train: auto (cuda when built and a device is visible, else cpu) | cpu | cuda")
       ("allow-shared-device", po::bool_switch(&o.device.allow_shared), "let ranks of one host share a GPU when there are more ranks than visible GPUs (refused otherwise)")
       ("dtype", po::value(&dtype_text)->default_value("auto"), "compute type: auto (bf16 on cuda, fp32 on cpu) | bf16 | fp32 (both devices) | fp64 (cpu)")
+      ("cuda-graphs", po::value(&cuda_graphs)->default_value("on"), "on cuda: replay each micro-batch's forward and backward as CUDA graphs once a step has run them (each chunk's first forward and last backward of a step stay eager): on | off")
       ("seed", po::value(&o.model.seed)->default_value(1234), "seed of the initialisation and the sample order");
 
   po::options_description data("Data");
@@ -456,6 +458,9 @@ std::optional<TrainOptions> parse_impl(int argc, const char* const* argv, std::o
   o.device.choice = parse_device_choice(device_text);
   o.device.dtype_explicit = dtype_text != "auto";
   if (o.device.dtype_explicit) o.device.dtype = parse_dtype(dtype_text);
+  require(cuda_graphs == "on" || cuda_graphs == "off", "--cuda-graphs must be on or off, got '",
+          cuda_graphs, "'");
+  o.device.cuda_graphs = cuda_graphs == "on";
   require(recompute == "none" || recompute == "full", "--recompute must be none or full, got '",
           recompute, "'");
   o.parallel.recompute = recompute == "full";

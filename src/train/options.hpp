@@ -65,6 +65,9 @@ struct DeviceOptions {
   DType dtype = DType::F32;
   bool dtype_explicit = false;
   int threads = 0;  // 0: leave OpenMP/BLAS defaults
+  // --cuda-graphs: micro-batches replay CUDA graphs where the backend records
+  // them (pipeline/micro_batch_graphs.hpp); nothing changes on the CPU.
+  bool cuda_graphs = true;
   void check_values() const;
   void validate() const;  // --dtype against --device
 };

@@ -332,6 +332,7 @@ Trainer::Trainer(const TrainOptions& options, comm::Communicator& world, const s
   stage_ = std::make_unique<StageRuntime>(
       std::move(chosen_backend_), world_, grid_, specs_, opts_.model, opts_.device.dtype,
       opts_.parallel, opts_.optimizer.adam, static_cast<std::size_t>(memory_.total()), log_);
+  stage_->executor().use_graphs(opts_.device.cuda_graphs);
   data_->open_feeds(grid_, opts_.parallel, opts_.model.seed);
   restore();
   print_plan();
@@ -436,6 +437,9 @@ void Trainer::print_plan() const {
      << " sequences = " << std::int64_t(opts_.parallel.global_batch) * cfg.T << " tokens; "
      << position_.total_steps << " steps = " << position_.budget_tokens() << " tokens\n"
      << data_->summary().describe();
+  if (stage_ && stage_->executor().graphs())
+    os << "  cuda graphs: each chunk's micro-batches after its first replay graphs "
+          "(--cuda-graphs off: all eager)\n";
   for (const auto& w : leak_warnings(cfg)) os << "WARNING: " << w << "\n";
   if (auto w = pipeline::bubble_warning(grid_.pp, microbatches, opts_.parallel.schedule,
                                         opts_.parallel.virtual_stages))
@@ -728,6 +732,11 @@ void Trainer::report_times() {
                                                      microbatches, opts_.parallel.virtual_stages),
                 summary_.tokens_per_second);
   os << buf;
+  if (const MicroBatchGraphs* g = stage_->executor().graphs())
+    os << "  cuda graphs on rank 0: " << g->captures() << " captured, " << g->replays()
+       << " replays, " << std::setprecision(3)
+       << double(stage_->backend().memory().graphs) / double(1 << 20)
+       << " MiB held for their tensors\n";
   log_ << os.str() << std::flush;
 }
 

@@ -6,9 +6,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "backend/backend_registry.hpp"
+#include "backend/cuda/device_counters.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "model/stage_model.hpp"
 #include "support/gradcheck.hpp"
@@ -190,6 +192,54 @@ TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {
               std::string(dtype_name(dtype)).c_str(), a.losses.front(), a.losses.back(),
               b.losses.front(), b.losses.back(), worst, tol);
   EXPECT_LT(a.losses.back(), a.losses.front());
+}
+
+// The trainer's CUDA graphs (--cuda-graphs, pipeline/micro_batch_graphs.hpp)
+// replay the eager steps' bits: three steps of eight micro-batches, with the
+// slots 1F1B needs (one) and GPipe needs (seven at once), and graphs of
+// forwards and backwards both replayed.
+TEST_P(CudaWholeStep, CudaGraphsGiveTheEagerStepsBits) {
+  for (const auto schedule : {pipeline::ScheduleKind::OneFOneB, pipeline::ScheduleKind::GPipe}) {
+    TrainOptions o;
+    o.model.config = preset("wiola-tiny");
+    o.data.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
+    o.data.val_files.clear();
+    o.parallel.micro_batch = 1;
+    o.parallel.global_batch = 8;
+    o.parallel.schedule = schedule;
+    o.optimizer.steps = 3;
+    o.optimizer.lr = 3e-3;
+    o.logging.eval_interval = 0;
+    o.logging.log_interval = 1000;
+    o.device.choice = DeviceChoice::CUDA;
+    o.device.dtype = GetParam();
+    o.device.dtype_explicit = true;
+    std::vector<double> losses[2];
+    std::int64_t graph_launches[2] = {0, 0};
+    for (const bool graphs : {false, true}) {
+      o.device.cuda_graphs = graphs;
+      std::ostringstream log;
+      const cuda::DeviceCounts before = cuda::device_counts();
+      losses[graphs] = train(o, g_mpi->world(), g_mpi->host(), log).losses;
+      graph_launches[graphs] = (cuda::device_counts() - before).graph_launches;
+      const std::string text = log.str();
+      const std::size_t at = text.find("cuda graphs on rank 0");
+      EXPECT_EQ(at != std::string::npos, graphs) << text;
+      if (at != std::string::npos)
+        std::printf("[%s %s] %s\n", std::string(dtype_name(GetParam())).c_str(),
+                    std::string(pipeline::schedule_kind_name(schedule)).c_str(),
+                    text.substr(at, text.find('\n', at) - at).c_str());
+    }
+    const std::string name(pipeline::schedule_kind_name(schedule));
+    EXPECT_EQ(graph_launches[0], 0) << name;
+    // Per step, 8 forwards and 8 backwards; the first forward and backward
+    // (their graphs' eager runs) and the last backward (the boundaries'
+    // gradient reductions) run eagerly.
+    EXPECT_EQ(graph_launches[1], 3 * (16 - 3)) << name;
+    ASSERT_EQ(losses[1].size(), 3u);
+    EXPECT_EQ(std::memcmp(losses[0].data(), losses[1].data(), 3 * sizeof(double)), 0)
+        << name << ": " << losses[0][2] << " eager, " << losses[1][2] << " with graphs";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaWholeStep, ::testing::Values(DType::F32, DType::BF16),

@@ -46,11 +46,15 @@ struct CudaBackend::Memory {
     std::multimap<std::size_t, Block> free;  // released during or after the capture
     std::vector<Block> owned;
     ~GraphPool() {
-      for (const Block& b : owned) memory->give_back(b);
+      for (const Block& b : owned) {
+        memory->graph_bytes -= b.bytes;
+        memory->give_back(b);
+      }
     }
   };
   Stream stream = nullptr;
   std::atomic<std::size_t> in_use{0}, peak{0};
+  std::atomic<std::size_t> graph_bytes{0};  // owned by live graph pools
   std::mutex cache_mutex;                    // deleters run on whichever thread drops a tensor
   std::multimap<std::size_t, Block> cached;  // released blocks by size
   std::shared_ptr<GraphPool> capturing;      // the pool of the capture under way
@@ -77,6 +81,7 @@ struct CudaBackend::Memory {
       if (!b) b = Block{allocate_graph_memory(bytes, describe().c_str()), bytes, true};
       lock.lock();
       pool->owned.push_back(*b);
+      graph_bytes += b->bytes;
       return {*b, pool};
     }
     if (auto b = fit(cached, bytes)) return {*b, nullptr};
@@ -197,7 +202,7 @@ void* CudaBackend::native_stream() const {
 }
 
 Backend::MemoryStats CudaBackend::memory() const {
-  return {memory_->in_use.load(), memory_->peak.load()};
+  return {memory_->in_use.load(), memory_->peak.load(), memory_->graph_bytes.load()};
 }
 
 // The process's counters: every CUDA backend of the process counts into them.
