@@ -4,7 +4,8 @@
 # loss and gradient norm compared with the same run on the CPU backend.
 #
 #   layouts: 1 rank; pp 2; pp 2 x dp 2 with ZeRO-1; pp 2 x dp 2 with ZeRO-2;
-#            interleaved pp 2 (2 chunks per stage); ZB-H2 pp 2 x dp 2 with ZeRO-2
+#            interleaved pp 2 (2 chunks per stage); ZB-H2 pp 2 x dp 2 with ZeRO-2;
+#            all with CUDA graphs (the default), and 1 rank without them
 #   dtypes:  fp32 and bf16, both against the CPU in fp32 (the CPU computes in
 #            fp32 or fp64 only)
 #
@@ -105,7 +106,8 @@ if [ "$device" = cpu ]; then
 fi
 for dtype in "${dtypes[@]}"; do
   if [ "$dtype" = fp32 ]; then loss_bound=0.002; norm_bound=0.01; else loss_bound=0.1; norm_bound=0.1; fi
-  for layout in "1:--pp 1 --dp 1 --stage-layers 4 --zero 0" "2:--pp 2 --dp 1" \
+  for layout in "1:--pp 1 --dp 1 --stage-layers 4 --zero 0" \
+                "1:--pp 1 --dp 1 --stage-layers 4 --zero 0 --cuda-graphs off" "2:--pp 2 --dp 1" \
                 "4:--zero 1" "4:--zero 2" \
                 "2:--pp 2 --dp 1 --schedule interleaved --virtual-stages 2 --stage-layers 1,1,1,1" \
                 "4:--zero 2 --schedule zb-h2"; do

@@ -20,7 +20,12 @@ std::string MemoryEstimate::describe() const {
                 total() / GiB, weights / GiB, gradients / GiB, optimizer / GiB, activations / GiB,
                 in_flight, in_flight == 1 ? "" : "es", chunks > 1 ? " of one chunk" : "",
                 head / GiB, workspace / GiB);
-  return buf;
+  std::string out = buf;
+  if (graphs > 0) {
+    std::snprintf(buf, sizeof buf, ", graphs %.2f", graphs / GiB);
+    out.insert(out.size() - 1, buf);
+  }
+  return out;
 }
 
 MemoryEstimate estimate_memory(const MemoryPlanInput& in) {
@@ -66,6 +71,16 @@ MemoryEstimate estimate_memory(const MemoryPlanInput& in) {
     e.head = (double(c.V) + 2.0 * c.d) * tokens * compute * e.in_flight;
   // Transients of one layer's backward, and the GEMM workspace on a device.
   e.workspace = per_layer * tokens * compute + (in.device ? 32.0 * 1024 * 1024 : 0.0);
+  // A micro-batch graph keeps what its capture released for its own replays:
+  // at most one slot per micro-batch in flight, each with a forward's and a
+  // backward's transients (a layer's each, as the workspace above) and, on
+  // the last stage, the loss's block of logits the forward makes.
+  if (in.device && in.cuda_graphs && in.microbatches > 1)
+    e.graphs = e.in_flight *
+               (2.0 * per_layer * tokens * compute +
+                (head ? std::min(double(Backend::kHeadLossBlockBytes),
+                                 double(c.V) * tokens * (4.0 + compute))
+                      : 0.0));
   return e;
 }
 

@@ -25,17 +25,22 @@ struct MemoryPlanInput {
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
   bool recompute = false;
   bool device = false;  // a GPU: cuBLASLt workspace
+  bool cuda_graphs = false;  // on a GPU, micro-batches replay graphs (--cuda-graphs)
 };
 
 struct MemoryEstimate {
   double weights = 0, gradients = 0, optimizer = 0, activations = 0, head = 0, workspace = 0;
+  // CUDA graphs: each slot's own transients (pipeline/micro_batch_graphs.hpp).
+  double graphs = 0;
   // Micro-batches (of one chunk each, when interleaved) held between forward
   // and the end of their backward: the peak of the stage's schedule.
   int in_flight = 1;
   int chunks = 1;
-  double total() const { return weights + gradients + optimizer + activations + head + workspace; }
+  double total() const {
+    return weights + gradients + optimizer + activations + head + workspace + graphs;
+  }
   // "3.21 GiB (weights 0.50, gradients 1.00, optimizer 0.66, activations 1.02 for 4
-  // micro-batches, head 0.02, workspace 0.03)"
+  // micro-batches, head 0.02, workspace 0.03)", with ", graphs 0.10" when they take any
   std::string describe() const;
 };
 

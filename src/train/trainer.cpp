@@ -231,8 +231,8 @@ void Trainer::resolve_configuration() {
     require(memory_.total() <= 0.95 * capacity, "stage ", grid_.stage(), " on ",
             process_identity().describe(), " needs an estimated ", memory_.describe(),
             ", more than 95% of the ", have,
-            " it has; use more pipeline stages, a smaller --micro-batch, --recompute full "
-            "or a higher --zero");
+            " it has; use more pipeline stages, a smaller --micro-batch, --recompute full",
+            memory_.graphs > 0 ? ", a higher --zero or --cuda-graphs off" : " or a higher --zero");
   }, "another rank refused the configuration (see its message)");
   if (rank0_) {
     const bool on_cpu = device_ == Device::CPU;
@@ -286,6 +286,7 @@ MemoryPlanInput Trainer::memory_input(int stage) const {
   in.schedule = opts_.parallel.schedule;
   in.recompute = opts_.parallel.recompute;
   in.device = device_ != Device::CPU;
+  in.cuda_graphs = opts_.device.cuda_graphs;
   return in;
 }
 

@@ -225,10 +225,12 @@ TEST_P(CudaWholeStep, CudaGraphsGiveTheEagerStepsBits) {
       const std::string text = log.str();
       const std::size_t at = text.find("cuda graphs on rank 0");
       EXPECT_EQ(at != std::string::npos, graphs) << text;
-      if (at != std::string::npos)
-        std::printf("[%s %s] %s\n", std::string(dtype_name(GetParam())).c_str(),
+      const std::size_t plan = text.find("memory estimate of stage 0");
+      if (at != std::string::npos && plan != std::string::npos)
+        std::printf("[%s %s] %s; %s\n", std::string(dtype_name(GetParam())).c_str(),
                     std::string(pipeline::schedule_kind_name(schedule)).c_str(),
-                    text.substr(at, text.find('\n', at) - at).c_str());
+                    text.substr(at, text.find('\n', at) - at).c_str(),
+                    text.substr(plan, text.find('\n', plan) - plan).c_str());
     }
     const std::string name(pipeline::schedule_kind_name(schedule));
     EXPECT_EQ(graph_launches[0], 0) << name;

@@ -77,6 +77,32 @@ TEST(MemoryPlan, RecomputeZeroAndPrecisionShrinkWhatTheyShould) {
   EXPECT_NE(plain.describe().find("for 4 micro-batches"), std::string::npos) << plain.describe();
 }
 
+// CUDA graphs keep a forward's and a backward's transients per micro-batch
+// in flight, and the last stage's block of logits: only on a device, with
+// graphs on and more than one micro-batch (the first runs eagerly).
+TEST(MemoryPlan, CudaGraphsAddTheirSlotsTransients) {
+  MemoryPlanInput in = base();
+  in.device = true;
+  const MemoryEstimate eager = estimate_memory(in);
+  EXPECT_EQ(eager.graphs, 0.0);
+  EXPECT_EQ(eager.describe().find("graphs"), std::string::npos) << eager.describe();
+  in.cuda_graphs = true;
+  const MemoryEstimate graphed = estimate_memory(in);
+  const double layer_transients = eager.workspace - 32.0 * 1024 * 1024;  // one layer's
+  EXPECT_NEAR(graphed.graphs, 4 * 2 * layer_transients, 1e-6 * graphed.graphs);  // 4 in flight
+  EXPECT_NEAR(graphed.total(), eager.total() + graphed.graphs, 1e-6 * graphed.total());
+  EXPECT_NE(graphed.describe().find(", graphs "), std::string::npos) << graphed.describe();
+  in.stage_index = 3;  // the head's stage: one in flight, with its logits block
+  in.chunks = {StageSpec{5, 6, false, true}};
+  const MemoryEstimate last = estimate_memory(in);
+  EXPECT_GT(last.graphs, 2 * layer_transients);
+  in.microbatches = 1;
+  EXPECT_EQ(estimate_memory(in).graphs, 0.0);
+  in = base();
+  in.cuda_graphs = true;  // the CPU records none
+  EXPECT_EQ(estimate_memory(in).graphs, 0.0);
+}
+
 // A CPU stage keeps each micro-batch's logits; a device's loss keeps none
 // and makes them a block of rows at a time, so its head does not grow with
 // the vocabulary or the micro-batches in flight beyond one block.

@@ -475,6 +475,7 @@ MemoryCheck projected_memory(const ProjectionSpec& spec) {
     in.schedule = L.schedule;
     in.recompute = spec.recompute;
     in.device = true;
+    in.cuda_graphs = true;  // the trainer's default on a GPU
     in.chunks = L.rank_chunks(s);
     const MemoryEstimate e = estimate_memory(in);
     out.bytes = std::max(out.bytes, e.total());
