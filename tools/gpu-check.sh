@@ -339,6 +339,8 @@ step_wiola_layers() {
     mfu_measured=$(awk -v f="$tflops" -v p="$peak_measured" 'BEGIN { printf "%.1f%% of the measured %s TFLOP/s", 100 * f / p, p }')
   row "wiola MFU" "$mfu_measured; $(sed -n 's/^  MFU //p' "$log")"
   row "wiola peak memory" "$(sed -n 's/^  peak memory //p' "$log")"
+  grep -q '^  forward + backward: eager ' "$log" &&
+    row "wiola micro-batch eager against one CUDA graph replay" "$(sed -n 's/^  forward + backward: //p' "$log")"
   # The device counters beside the measured time (none on the CPU).
   if grep -q '^  counted per step: ' "$log"; then
     row "wiola counted per step (launches, memsets, host syncs, allocations, bytes, FLOPs)" "$(sed -n 's/^  counted per step: //p' "$log")"

@@ -16,12 +16,14 @@
 // FLOPs, and each kind of work over the step time; given ceilings
 // (--gemm-tflops, --attention-tflops, --memory-gbps, --launch-us), the
 // counted work priced at them as a projection from counts prices it, beside
-// the measured step.
+// the measured step. Where the backend records graphs, a micro-batch's
+// forward and backward eager and replayed as a CUDA graph, timed in one run.
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -53,6 +55,35 @@ struct Peak {
   double flops = 0;
   std::string source;
 };
+
+// A micro-batch's forward and backward queued op by op, against the same
+// work replayed as one CUDA graph (what the trainer does: --cuda-graphs), in
+// one run: what the host's launches cost beside the kernels.
+void print_graph_replay(Backend& be, StageModel& model, const StageInput& input, int steps) {
+  const double scale = 1.0 / double(input.tokens.rows());
+  const auto micro_batch = [&] {
+    StageSaved saved;
+    model.forward(input, /*training=*/true, saved);
+    model.backward(Tensor{}, {}, scale, saved);
+  };
+  const auto time = [&](const auto& run) {
+    be.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) run();
+    be.synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
+  };
+  std::unique_ptr<DeviceGraph> graph;
+  try {
+    graph = be.capture(micro_batch);
+  } catch (const Error& e) {  // the other figures stand without it
+    std::printf("  forward + backward: the CUDA graph capture failed: %s\n", e.what());
+    return;
+  }
+  const double eager = time(micro_batch), replay = time([&] { graph->replay(); });
+  std::printf("  forward + backward: eager %.3f ms, CUDA graph replay %.3f ms (eager / graph "
+              "%.3f)\n", eager * 1e3, replay * 1e3, eager / replay);
+}
 
 Peak device_peak(Backend& be, DType dtype, const std::string& given) {
   if (!given.empty()) {
@@ -198,6 +229,7 @@ int bench_layers(int argc, const char* const* argv) {
     std::printf("  counted work: this device counts none, so the ceilings price nothing\n");
   }
 
+  if (be.records_graphs()) print_graph_replay(be, model, input, o.steps);
   if (o.split_steps > 0) print_time_split(*chosen.backend, chosen.dtype, c, o.micro_batch, o.split_steps);
   return 0;
 }
