@@ -40,11 +40,30 @@ wiola_emu_switch:
 )");
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace wiola::emu {
+
+namespace {
+// A fiber stack is reused by the next launch's fibers. Under ASan the frames
+// an earlier fiber left when it switched away for good are still poisoned
+// there; the new fiber starts on clean memory.
+void unpoison(char* stack, std::size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_UNPOISON_MEMORY_REGION(stack, bytes);
+#else
+  (void)stack;
+  (void)bytes;
+#endif
+}
+}  // namespace
 
 #if defined(__x86_64__)
 
 void prepare_fiber(FiberContext& c, char* stack, std::size_t bytes, void (*entry)()) {
+  unpoison(stack, bytes);
   // From the top (16-byte aligned): a null return address for `entry`, the
   // address `ret` jumps to, six zeroed callee-saved registers, and the
   // control words. After `ret`, rsp = top - 8, as after a call.
@@ -69,6 +88,7 @@ void switch_fiber(FiberContext& from, FiberContext& to) { wiola_emu_switch(&from
 #else
 
 void prepare_fiber(FiberContext& c, char* stack, std::size_t bytes, void (*entry)()) {
+  unpoison(stack, bytes);
   getcontext(&c.uc);
   c.uc.uc_stack.ss_sp = stack;
   c.uc.uc_stack.ss_size = bytes;
