@@ -4,8 +4,10 @@
 # and distributed tests again under OpenBLAS's Haswell and SkylakeX kernels
 # (whichever the first pass did not run under), then builds
 # the core, op, model and io suites (the io suite with the fuzz targets'
-# replay of their corpora) with AddressSanitizer + UndefinedBehaviorSanitizer
-# in build-asan/ and runs them again there.
+# replay of their corpora), the CUDA emulation's and the emulated CUDA ops'
+# with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ and runs
+# them again there (the emulated kernels' device memory is host memory, so a
+# kernel reading past an allocation is caught).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
@@ -50,8 +52,9 @@ phase_done "tests under the other OpenBLAS kernel"
 
 asan=${WIOLA_ASAN_BUILD_DIR:-$root/build-asan}
 cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIOLA_SANITIZE=ON -DWIOLA_WERROR=ON >/dev/null
-cmake --build "$asan" -j "$jobs" --target wiola_test_core wiola_test_ops wiola_test_model wiola_test_io wiola_fuzz_replay
+cmake --build "$asan" -j "$jobs" --target wiola_test_core wiola_test_ops wiola_test_model wiola_test_io \
+  wiola_fuzz_replay wiola_test_cuda_emu wiola_test_cuda_emu_ops
 phase_done "sanitizer build"
-ctest --test-dir "$asan" --output-on-failure -j "$jobs" -R '^(core|ops|model|io)\.'
+ctest --test-dir "$asan" --output-on-failure -j "$jobs" -R '^(core|ops|model|io|cuda_emu|cuda_emu_ops)\.'
 phase_done "sanitizer tests"
 printf 'run-all: passed in %d s\n%s' "$SECONDS" "$phases"

@@ -1,5 +1,7 @@
 #include "backend/op_checks.hpp"
 
+#include <functional>
+
 namespace wiola {
 
 namespace {
@@ -27,7 +29,8 @@ void OpChecks::tensor(std::string_view name, const Tensor& t) const {
   require(t.defined(), name, " is an undefined tensor");
   require(t.device() == backend_.device(), name, " is a ", device_name(t.device()),
           " tensor, not one of the ", backend_.name(), " backend");
-  const View v{name.data(), name.size(), t.data(), t.rows(), t.cols(), t.ld(), t.dtype()};
+  const View v{std::hash<std::string_view>{}(name), t.data(), t.rows(), t.cols(), t.ld(),
+               t.dtype()};
   for (std::size_t i = 0; i < n_operands_; ++i)
     if (operands_[i] == v) return;
   if (n_operands_ < operands_.size()) operands_[n_operands_++] = v;

@@ -91,16 +91,16 @@ class OpChecks {
   // attention's backward with 8 summaries); past it, views count without
   // the check.
   // Trivial, so that the array costs nothing to set up.
+  // The operand's name enters as its hash: a name may be a temporary
+  // ("ctx_k[2]") that is gone by the next operand's check.
   struct View {
-    const char* name;
-    std::size_t name_size;
+    std::size_t name_hash;
     const void* data;
     std::int64_t rows, cols, ld;
     DType dtype;
     bool operator==(const View& o) const {
       return data == o.data && rows == o.rows && cols == o.cols && ld == o.ld &&
-             dtype == o.dtype &&
-             std::string_view(name, name_size) == std::string_view(o.name, o.name_size);
+             dtype == o.dtype && name_hash == o.name_hash;
     }
   };
   mutable std::array<View, 64> operands_;
