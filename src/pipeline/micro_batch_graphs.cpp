@@ -42,26 +42,33 @@ MicroBatchGraphs::Key MicroBatchGraphs::key(int batch, int seq, double loss_scal
           model_.params().grads().data()};
 }
 
-bool MicroBatchGraphs::forward_ready(int chunk, const Key& key) const {
+const MicroBatchGraphs::Ready* MicroBatchGraphs::ready(int chunk, const Key& key) const {
   const auto it = ready_.find(chunk);
-  return it != ready_.end() && it->second.key == key && it->second.forward;
+  return it != ready_.end() && it->second.key == key ? &it->second : nullptr;
+}
+
+MicroBatchGraphs::Ready& MicroBatchGraphs::ready_for(int chunk, const Key& key) {
+  Ready& r = ready_[chunk];
+  if (!(r.key == key)) r = Ready{false, false, key};  // what ran before no longer counts
+  return r;
+}
+
+bool MicroBatchGraphs::forward_ready(int chunk, const Key& key) const {
+  const Ready* r = ready(chunk, key);
+  return r && r->forward;
 }
 
 bool MicroBatchGraphs::backward_ready(int chunk, const Key& key) const {
-  const auto it = ready_.find(chunk);
-  return it != ready_.end() && it->second.key == key && it->second.backward;
+  const Ready* r = ready(chunk, key);
+  return r && r->backward;
 }
 
 void MicroBatchGraphs::ran_forward_eagerly(int chunk, const Key& key) {
-  Ready& r = ready_[chunk];
-  if (!(r.key == key)) r = Ready{false, false, key};
-  r.forward = true;
+  ready_for(chunk, key).forward = true;
 }
 
 void MicroBatchGraphs::ran_backward_eagerly(int chunk, const Key& key) {
-  Ready& r = ready_[chunk];
-  if (!(r.key == key)) r = Ready{false, false, key};
-  r.backward = true;
+  ready_for(chunk, key).backward = true;
 }
 
 int MicroBatchGraphs::take_slot(int chunk) {

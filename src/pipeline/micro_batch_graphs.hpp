@@ -94,6 +94,10 @@ class MicroBatchGraphs {
     Key key;
   };
 
+  // The chunk's record for `key`, or null where it holds another key.
+  const Ready* ready(int chunk, const Key& key) const;
+  // The chunk's record, started afresh when it held another key.
+  Ready& ready_for(int chunk, const Key& key);
   void capture_forward(Slot& s, const Key& key, const StageInput& in);
   void capture_backward(Slot& s, const Key& key, const Tensor& dx_out,
                         std::span<const Tensor> dcarry_out);

@@ -152,20 +152,26 @@ TEST_P(CudaWholeStep, HeadGradientsFromTheForwardAreTheBackwardsBits) {
   EXPECT_EQ(grads_now, to_host_f64(*dev, m.params().grads()));
 }
 
-TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {
-  const DType dtype = GetParam();
+// A wiola-tiny run on the embedded data in `dtype`, without evaluation or logs.
+TrainOptions tiny_run(DType dtype, int micro_batch, int global_batch, int steps) {
   TrainOptions o;
   o.model.config = preset("wiola-tiny");
   o.data.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
   o.data.val_files.clear();
-  o.parallel.micro_batch = 2;
-  o.parallel.global_batch = 4;
-  o.optimizer.steps = 20;
+  o.parallel.micro_batch = micro_batch;
+  o.parallel.global_batch = global_batch;
+  o.optimizer.steps = steps;
   o.optimizer.lr = 3e-3;
   o.logging.eval_interval = 0;
   o.logging.log_interval = 1000;
   o.device.dtype = dtype;
   o.device.dtype_explicit = true;
+  return o;
+}
+
+TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {
+  const DType dtype = GetParam();
+  TrainOptions o = tiny_run(dtype, 2, 4, 20);
   TrainOptions ref = o;
   o.device.choice = DeviceChoice::CUDA;
   ref.device.choice = DeviceChoice::CPU;
@@ -200,20 +206,9 @@ TEST_P(CudaWholeStep, TwentyStepsOfTrainingFollowTheCpu) {
 // forwards and backwards both replayed.
 TEST_P(CudaWholeStep, CudaGraphsGiveTheEagerStepsBits) {
   for (const auto schedule : {pipeline::ScheduleKind::OneFOneB, pipeline::ScheduleKind::GPipe}) {
-    TrainOptions o;
-    o.model.config = preset("wiola-tiny");
-    o.data.train_files = {WIOLA_EMBEDDED_TRAIN_FILE};
-    o.data.val_files.clear();
-    o.parallel.micro_batch = 1;
-    o.parallel.global_batch = 8;
+    TrainOptions o = tiny_run(GetParam(), 1, 8, 3);
     o.parallel.schedule = schedule;
-    o.optimizer.steps = 3;
-    o.optimizer.lr = 3e-3;
-    o.logging.eval_interval = 0;
-    o.logging.log_interval = 1000;
     o.device.choice = DeviceChoice::CUDA;
-    o.device.dtype = GetParam();
-    o.device.dtype_explicit = true;
     std::vector<double> losses[2];
     std::int64_t graph_launches[2] = {0, 0};
     for (const bool graphs : {false, true}) {
